@@ -1,0 +1,3 @@
+"""nmtkit: neural machine translation and image captioning with attention."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from nmtkit.cli import main
+
+main()

@@ -1,0 +1,45 @@
+"""The ``nmtkit`` command: one thin module per subcommand."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nmtkit import __version__
+from nmtkit.errors import NmtkitError
+
+
+class Group(click.Group):
+    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except NmtkitError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(141)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nmtkit")
+def main() -> None:
+    """Neural machine translation and captioning with attention.
+
+    Text goes in on stdin and out on stdout, one output line per input line; logs and
+    progress go to stderr. Run 'nmtkit COMMAND --help' for each command.
+    """
+
+
+def _register() -> None:
+    from nmtkit.cli import demo_corpus, preprocess, score, train, translate
+
+    for module in (preprocess, train, translate, score, demo_corpus):
+        main.add_command(module.command)
+
+
+_register()

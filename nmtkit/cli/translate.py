@@ -1,0 +1,83 @@
+"""nmtkit translate: text in, translations out, one line per input line."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nmtkit.errors import NmtkitError
+
+
+@click.command("translate")
+@click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False), help="checkpoint (best.pt)")
+@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False), help="input file [default: stdin]")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+              help="output file, written atomically [default: stdout]")
+@click.option("-b", "--beam", "beam", default=5, show_default=True, help="beam size")
+@click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)")
+@click.option("--n-best", default=1, show_default=True, help="write the K best: 'LINE ||| TEXT ||| SCORE' lines")
+@click.option("--length-penalty", default=1.0, show_default=True,
+              help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)")
+@click.option("--max-len-a", default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--batch-size", default=32, show_default=True, help="sentences per batch (sorted by length)")
+@click.option("--max-input-len", default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
+@click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--threads", default=0, help="CPU threads (0: PyTorch's default)")
+def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,
+            batch_size, max_input_len, attention_out, device, threads):
+    """Translate text with a trained model.
+
+    Exactly one output line per input line: an empty input line gives an empty output line,
+    an over-long line is truncated with a warning, and a line of invalid UTF-8 gives an empty
+    output line, an error naming the line, and exit code 1 once everything is written.
+    """
+    import torch
+
+    from nmtkit.data.text import check_readable, open_output
+    from nmtkit.progress import log, progress
+    from nmtkit.search.attention_file import open_attention
+    from nmtkit.search.translator import SearchOptions, Translator
+    from nmtkit.train.checkpoint import load_model
+    from nmtkit.train.trainer import pick_device
+
+    if beam < 1 or n_best < 1 or n_best > max(beam, 1) or batch_size < 1:
+        raise NmtkitError("--beam and --batch-size must be >= 1 and --n-best between 1 and --beam", exit_code=2)
+    if greedy:
+        beam = 1
+    if threads > 0:
+        torch.set_num_threads(threads)
+    dev = pick_device(device)
+    model, src_vocab, tgt_vocab, config = load_model(model_path, dev)
+    opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
+    name = input_path or "<stdin>"
+    stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
+    writer = open_attention(attention_out, arch=config["arch"], model=str(model_path), input=name)
+    translator = Translator(model, src_vocab, tgt_vocab, opts, dev, max_input_len, attention_out=writer, name=name)
+    try:
+        with open_output(output_path) as out, progress() as bar:
+            task = bar.add_task("translating", total=None, info="")
+            for result in translator.translate(stream, on_batch=lambda k: bar.advance(task, k)):
+                if n_best > 1:
+                    for text, score in zip(result.texts, result.scores):
+                        out.write(f"{result.index} ||| {text} ||| {score:.4f}\n")
+                else:
+                    out.write(result.texts[0] + "\n")
+                if not output_path:
+                    out.flush()
+        if writer:
+            writer.close()
+    except BaseException:
+        if writer:
+            writer.abort()
+        raise
+    finally:
+        if input_path:
+            stream.close()
+    if translator.truncated:
+        log(f"{translator.truncated} line(s) truncated to {max_input_len} tokens")
+    if translator.invalid:
+        lines = ", ".join(map(str, translator.invalid[:10])) + (" ..." if len(translator.invalid) > 10 else "")
+        raise NmtkitError(f"{name}: {len(translator.invalid)} line(s) of invalid UTF-8 (line {lines}); "
+                          "each got an empty output line")

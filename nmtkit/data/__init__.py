@@ -1,0 +1,1 @@
+"""Vocabularies, text input, HDF5 shards and batching."""

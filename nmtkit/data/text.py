@@ -1,0 +1,119 @@
+"""Reading and writing text files line by line, with errors that name file and line."""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator, Optional, Union
+
+from nmtkit.errors import NmtkitError
+
+PathLike = Union[str, os.PathLike]
+
+
+def decode_line(raw: bytes, name: str, lineno: int) -> str:
+    """Decode one line of UTF-8, raising an error naming ``name:lineno`` if it is invalid."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NmtkitError(f"{name}:{lineno}: invalid UTF-8 (byte {e.start + 1} of the line)") from None
+
+
+def strip_newline(raw: bytes) -> bytes:
+    """Remove one trailing ``\\n`` (and a ``\\r`` before it)."""
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw
+
+
+def check_readable(path: PathLike, allow_empty: bool = False) -> Path:
+    """Return ``path`` as a Path if it is a readable, non-empty file, else raise NmtkitError."""
+    p = Path(path)
+    if not p.exists():
+        raise NmtkitError(f"{p}: no such file")
+    if not p.is_file():
+        raise NmtkitError(f"{p}: not a regular file")
+    if not allow_empty and p.stat().st_size == 0:
+        raise NmtkitError(f"{p}: file is empty")
+    return p
+
+
+def count_lines(path: PathLike) -> int:
+    """Number of lines in a file (a last line without newline counts)."""
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
+def iter_lines(path: PathLike) -> Iterator[str]:
+    """Yield the decoded lines of a UTF-8 file without newlines; invalid UTF-8 raises with the line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            yield decode_line(strip_newline(raw), str(path), lineno)
+
+
+def read_lines(path: PathLike) -> list[str]:
+    """All lines of a UTF-8 file (see :func:`iter_lines`)."""
+    return list(iter_lines(path))
+
+
+def check_parallel(src: PathLike, tgt: PathLike) -> int:
+    """Check that two files exist, are non-empty and have the same number of lines; return it."""
+    a, b = check_readable(src), check_readable(tgt)
+    na, nb = count_lines(a), count_lines(b)
+    if na != nb:
+        raise NmtkitError(f"{a} has {na} lines but {b} has {nb}: parallel files must have the same number of lines")
+    return na
+
+
+def temp_file_beside(path: Path) -> str:
+    """Create an empty temporary file next to ``path`` (same folder, so a rename is atomic).
+
+    Its permissions follow the umask like any new file (mkstemp's default is owner-only).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    return tmp
+
+
+@contextmanager
+def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary file beside ``path`` and rename it to ``path`` only on success.
+
+    A failure or a kill never leaves a partial file under the final name.
+    """
+    path = Path(path)
+    tmp = temp_file_beside(path)
+    kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+    try:
+        with open(tmp, mode, **kwargs) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def open_output(path: Optional[PathLike]):
+    """Context manager yielding a text stream: stdout for None or '-', else an atomic file."""
+    import sys
+    from contextlib import nullcontext
+
+    if path is None or str(path) == "-":
+        return nullcontext(sys.stdout)
+    return atomic_output(path)

@@ -1,0 +1,1 @@
+"""Metrics: sacrebleu's BLEU, chrF and TER; perplexity."""

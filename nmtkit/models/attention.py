@@ -1,0 +1,40 @@
+"""Source attention mechanisms."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, giving exactly zero weight where ``mask`` is False."""
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+class MLPAttention(nn.Module):
+    """Additive attention of Bahdanau et al. (2015): e_ij = v^T tanh(W s_{i-1} + U h_j).
+
+    ``U h_j`` does not depend on the decoder step, so :meth:`keys` computes it once per
+    sentence. With ``project_query=False`` the caller passes ``W s_{i-1}`` already computed
+    (RNNSearch fuses W with its recurrent weights into one matrix product per step).
+    """
+
+    def __init__(self, query_size: int, memory_size: int, hidden_size: int, project_query: bool = True):
+        super().__init__()
+        self.query = nn.Linear(query_size, hidden_size, bias=False) if project_query else None
+        self.key = nn.Linear(memory_size, hidden_size)
+        self.v = nn.Linear(hidden_size, 1, bias=False)
+
+    def keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """U h_j for every memory position: ``[B, S, M] -> [B, S, A]``."""
+        return self.key(memory)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
+                mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context ``[B, M]`` and weights ``[B, S]`` for a query ``[B, Q]`` (or ``[B, A]`` if projected)."""
+        q = self.query(query) if self.query is not None else query
+        scores = self.v(torch.tanh(keys + q.unsqueeze(1))).squeeze(-1)  # Bahdanau Eq. (A.1.2) e_ij
+        weights = masked_softmax(scores, mask)  # alpha_ij, target-target-attention.txt Eq. 4
+        context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # c_i = sum_j alpha_ij h_j, Eq. 5
+        return context, weights

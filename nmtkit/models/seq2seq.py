@@ -1,0 +1,32 @@
+"""The interface every model implements, which the trainer and the search rely on."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from nmtkit.data.batching import Batch
+from nmtkit.models.state import DecoderState
+
+Attention = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
+
+
+class Seq2Seq(nn.Module):
+    """A sequence-to-sequence model.
+
+    - ``forward(batch)``: teacher-forced logits ``[B, T, V]`` for ``batch.tgt_in`` and the
+      attention weights of every step (name -> ``[B, T, ...]``).
+    - ``encode(src, src_lens)``: the initial :class:`DecoderState` for a batch of sources.
+    - ``decode_step(prev, state)``: log-probabilities ``[B, V]`` of the next token given the
+      previous tokens ``[B]``, the new state, and this step's attention (name -> ``[B, ...]``).
+
+    A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
+    """
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
+        raise NotImplementedError
+
+    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
+        raise NotImplementedError
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
+        raise NotImplementedError

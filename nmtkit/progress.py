@@ -1,0 +1,27 @@
+"""Progress bars and log lines on stderr (rich), quiet when stderr is not a terminal."""
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+console = Console(stderr=True, highlight=False)
+
+
+def progress(transient: bool = True) -> Progress:
+    """A progress display on stderr; disabled (no output) when stderr is not a terminal."""
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+        console=console, transient=transient, disable=not sys.stderr.isatty(),
+    )
+
+
+def log(message: str) -> None:
+    """One line on stderr (above any live progress bar)."""
+    console.print(message, markup=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    console.print(f"warning: {message}", markup=False, soft_wrap=True, style="yellow")

@@ -1,0 +1,93 @@
+"""The attention file: each sentence's tokens and attention matrices, in HDF5.
+
+Layout: one group per input line, named by its 0-based index (``/sentences/17``), holding
+``src_tokens`` and ``tgt_tokens`` (UTF-8 strings; the target ends with ``</s>``), and one
+dataset per attention kind under ``attention/``: ``source`` is ``[len(tgt_tokens),
+len(src_tokens)]`` (the source includes its ``</s>``); later kinds (``target``,
+``encoders``, ``sentinel``) follow the same rule of one row per output token. The file's
+attributes give the number of sentences and the model that wrote it. Empty input lines get
+an empty group, so indices always equal line numbers - 1.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+import h5py
+import numpy as np
+
+from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.errors import NmtkitError
+
+STR = h5py.string_dtype("utf-8")
+
+
+class AttentionWriter:
+    """Write sentences one by one; the file appears under its name only after :meth:`close`."""
+
+    def __init__(self, path: PathLike, **attrs):
+        self.path = Path(path)
+        self.tmp = temp_file_beside(self.path)
+        self.file = h5py.File(self.tmp, "w")
+        self.group = self.file.create_group("sentences")
+        self.count = 0
+        for k, v in attrs.items():
+            self.file.attrs[k] = v
+
+    def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
+            attention: dict[str, np.ndarray]) -> None:
+        g = self.group.create_group(str(index))
+        g.create_dataset("src_tokens", data=np.array(list(src_tokens), dtype=object), dtype=STR)
+        g.create_dataset("tgt_tokens", data=np.array(list(tgt_tokens), dtype=object), dtype=STR)
+        a = g.create_group("attention")
+        for name, weights in attention.items():
+            a.create_dataset(name, data=np.asarray(weights, dtype=np.float32), compression="gzip", compression_opts=1)
+        self.count = max(self.count, index + 1)
+
+    def close(self) -> None:
+        self.file.attrs["sentences"] = self.count
+        self.file.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.file.close()
+        if os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+class AttentionFile:
+    """Read an attention file: ``len(f)`` sentences, ``f[i]`` a dict of tokens and attention arrays."""
+
+    def __init__(self, path: PathLike):
+        self.path = Path(path)
+        try:
+            self.file = h5py.File(self.path, "r")
+            self.group = self.file["sentences"]
+        except (OSError, KeyError) as e:
+            raise NmtkitError(f"{self.path}: not an nmtkit attention file ({e})") from None
+        self.attrs = dict(self.file.attrs)
+
+    def __len__(self) -> int:
+        return int(self.attrs.get("sentences", len(self.group)))
+
+    def __getitem__(self, index: int) -> dict:
+        if not 0 <= index < len(self):
+            raise NmtkitError(f"{self.path}: no sentence {index} (the file has {len(self)}, numbered from 0)")
+        g = self.group[str(index)]
+        decode = lambda d: [t.decode("utf-8") if isinstance(t, bytes) else t for t in d[()]]
+        return {"src_tokens": decode(g["src_tokens"]), "tgt_tokens": decode(g["tgt_tokens"]),
+                "attention": {k: v[()] for k, v in g["attention"].items()}}
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> "AttentionFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_attention(path: Optional[PathLike], **attrs) -> Optional[AttentionWriter]:
+    return AttentionWriter(path, **attrs) if path else None

@@ -1,0 +1,74 @@
+"""Beam search, batched over sentences and beams; written once for every model.
+
+Each step expands the K live hypotheses of every sentence, takes the 2K best candidates,
+finalises those that end with ``</s>`` among the first K, and keeps the K best others.
+A sentence is done when it has K finished hypotheses (or reaches its length limit, where
+``</s>`` is forced); done sentences leave the batch. Finished hypotheses are ranked by
+log-probability / length^alpha (``alpha = length_penalty``; 0 ranks by raw probability).
+"""
+from __future__ import annotations
+
+import torch
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.vocab import BOS, EOS
+from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention, max_lengths
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 1, max_len_a: float = 1.5,
+                max_len_b: int = 10, length_penalty: float = 1.0, attention: bool = False) -> list[list[Hypothesis]]:
+    """The ``n_best`` hypotheses of each sentence of ``batch``, best first."""
+    n, k = batch.size, beam_size
+    device = batch.src.device
+    n_best = min(n_best, k)
+    state = model.encode(batch.src, batch.src_lens).reorder(torch.arange(n, device=device).repeat_interleave(k))
+    limit = max_lengths(batch.src_lens, max_len_a, max_len_b)
+    sent = torch.arange(n, device=device)  # original index of each live sentence
+    scores = torch.full((n, k), -torch.inf, device=device)
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    prev = torch.full((n * k,), BOS, dtype=torch.long, device=device)
+    tokens = torch.zeros((n * k, 0), dtype=torch.long, device=device)
+    history: dict[str, torch.Tensor] = {}
+    finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+    t = 0
+    while sent.numel():
+        b = sent.numel()
+        lp, state, attn = model.decode_step(prev, state)
+        if attention:
+            history = append_attention(history, attn)
+        vocab = lp.size(1)
+        lp = lp.view(b, k, vocab)
+        forced = limit[sent] <= t
+        if forced.any():
+            eos_only = torch.arange(vocab, device=device) == EOS
+            lp[forced] = torch.where(eos_only, lp[forced], -torch.inf)
+        t += 1
+        cand, index = (scores.unsqueeze(2) + lp).view(b, k * vocab).topk(2 * k, dim=1)
+        origin, word = index // vocab, index % vocab
+        is_eos = word == EOS
+        row_base = torch.arange(b, device=device).unsqueeze(1) * k
+        # finalise </s> candidates ranked among the first k
+        final = is_eos[:, :k] & torch.isfinite(cand[:, :k])
+        if final.any():
+            for i, j in final.nonzero().tolist():
+                row = int(row_base[i, 0] + origin[i, j])
+                logprob = float(cand[i, j])
+                finished[int(sent[i])].append(Hypothesis(
+                    tokens[row].tolist(), logprob, logprob / (t ** length_penalty) if length_penalty else logprob,
+                    collect_attention(history, row, t)))
+        # keep the k best candidates that do not end the sentence
+        pick = cand.masked_fill(is_eos, -torch.inf).topk(k, dim=1).indices
+        scores = cand.gather(1, pick)
+        rows = row_base + origin.gather(1, pick)
+        prev = word.gather(1, pick)
+        done = torch.tensor([len(finished[int(s)]) >= k for s in sent.tolist()], device=device) | forced
+        if done.any():  # done sentences leave the batch
+            keep = (~done).nonzero().flatten()
+            sent, scores, rows, prev = sent[keep], scores[keep], rows[keep], prev[keep]
+        rows, prev = rows.view(-1), prev.view(-1)
+        tokens = torch.cat([tokens[rows], prev.unsqueeze(1)], 1)
+        state = state.reorder(rows)
+        history = {name: h[rows] for name, h in history.items()}
+    return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]

@@ -1,0 +1,47 @@
+"""Greedy decoding, batched; finished sentences leave the batch."""
+from __future__ import annotations
+
+import torch
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.vocab import BOS, EOS
+from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention, max_lengths
+
+
+@torch.no_grad()
+def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_b: int = 10,
+                  attention: bool = False) -> list[list[Hypothesis]]:
+    """The most probable token at each step, for every sentence of ``batch`` (one hypothesis each)."""
+    n = batch.size
+    state = model.encode(batch.src, batch.src_lens)
+    limit = max_lengths(batch.src_lens, max_len_a, max_len_b)
+    active = torch.arange(n, device=batch.src.device)
+    prev = torch.full((n,), BOS, dtype=torch.long, device=batch.src.device)
+    tokens = torch.zeros((n, 0), dtype=torch.long, device=batch.src.device)
+    logprob = torch.zeros(n, device=batch.src.device)
+    history: dict[str, torch.Tensor] = {}
+    results: list[list[Hypothesis]] = [[] for _ in range(n)]
+    t = 0
+    while active.numel():
+        lp, state, attn = model.decode_step(prev, state)
+        if attention:
+            history = append_attention(history, attn)
+        forced = limit[active] <= t
+        if forced.any():
+            lp[forced] = torch.where(torch.arange(lp.size(1), device=lp.device) == EOS, lp[forced], -torch.inf)
+        best, prev = lp.max(dim=-1)
+        logprob += best
+        tokens = torch.cat([tokens, prev.unsqueeze(1)], 1)
+        t += 1
+        done = prev == EOS
+        if done.any():
+            for row in done.nonzero().flatten().tolist():
+                i = int(active[row])
+                results[i] = [Hypothesis(tokens[row, :-1].tolist(), float(logprob[row]), float(logprob[row]),
+                                         collect_attention(history, row, t))]
+            keep = (~done).nonzero().flatten()
+            active, prev, tokens, logprob = active[keep], prev[keep], tokens[keep], logprob[keep]
+            state = state.reorder(keep)
+            history = {k: v[keep] for k, v in history.items()}
+    return results

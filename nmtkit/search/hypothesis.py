@@ -1,0 +1,37 @@
+"""A finished output sentence and the per-sentence length limit."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Hypothesis:
+    """Output ids (without ``</s>``), log-probability, ranking score, and attention per step.
+
+    ``attention`` maps a name (``source``, ...) to an array ``[len(tokens) + 1, ...]``: one
+    row per generated token, ``</s>`` included.
+    """
+
+    tokens: list[int]
+    logprob: float
+    score: float
+    attention: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def max_lengths(src_lens: torch.Tensor, a: float, b: int) -> torch.Tensor:
+    """Longest output allowed per sentence: a·|x| + b tokens (|x| without ``</s>``), EOS excluded."""
+    return (a * (src_lens - 1).float() + b).floor().long().clamp(min=1)
+
+
+def collect_attention(history: dict[str, torch.Tensor], row: int, length: int) -> dict[str, np.ndarray]:
+    """Rows ``[:length]`` of one hypothesis' attention history, as float32 arrays."""
+    return {k: v[row, :length].float().cpu().numpy() for k, v in history.items()}
+
+
+def append_attention(history: dict[str, torch.Tensor], step: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Add one step's weights ``[N, ...]`` to the histories ``[N, t, ...]``."""
+    return {k: torch.cat([history[k], w.unsqueeze(1)], 1) if k in history else w.unsqueeze(1)
+            for k, w in step.items()}

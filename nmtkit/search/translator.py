@@ -1,0 +1,130 @@
+"""Text in, text out: segmentation, length-sorted batching, search, order restored."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional, Sequence
+
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.text import strip_newline
+from nmtkit.data.vocab import Vocab
+from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.progress import warn
+from nmtkit.search.attention_file import AttentionWriter
+from nmtkit.search.beam import beam_search
+from nmtkit.search.greedy import greedy_search
+from nmtkit.search.hypothesis import Hypothesis
+
+
+@dataclass
+class SearchOptions:
+    """How to search: beam size (1 = greedy), n-best, length limit a·|x|+b, length penalty, batch."""
+
+    beam_size: int = 5
+    n_best: int = 1
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    length_penalty: float = 1.0
+    batch_size: int = 32
+    attention: bool = False
+
+
+def search_batch(model: Seq2Seq, src: Sequence[Sequence[int]], opts: SearchOptions,
+                 device: torch.device) -> list[list[Hypothesis]]:
+    """Hypotheses for one batch of source id lists (greedy when ``beam_size`` is 1)."""
+    batch = make_batch(src).to(device)
+    if opts.beam_size <= 1:
+        return greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
+    return beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
+                       opts.length_penalty, opts.attention)
+
+
+def translate_ids(model: Seq2Seq, sources: Sequence[Sequence[int]], opts: SearchOptions,
+                  device: torch.device, on_batch=None) -> list[list[Hypothesis]]:
+    """Hypotheses for every source, in input order; batches are formed from length-sorted sources."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    results: list[Optional[list[Hypothesis]]] = [None] * len(sources)
+    for start in range(0, len(order), opts.batch_size):
+        idx = order[start:start + opts.batch_size]
+        for i, hyps in zip(idx, search_batch(model, [sources[i] for i in idx], opts, device)):
+            results[i] = hyps
+        if on_batch:
+            on_batch(len(idx))
+    return results  # type: ignore[return-value]
+
+
+@dataclass
+class LineResult:
+    """What translate writes for one input line: the n-best outputs (empty for an unusable line)."""
+
+    index: int
+    texts: list[str]
+    scores: list[float]
+
+
+class Translator:
+    """Translates lines of raw text with a model and its vocabularies.
+
+    Exactly one result per input line, in input order: an empty line gives an empty output;
+    a line of invalid UTF-8 gives an empty output and is counted in ``invalid``; a line
+    longer than ``max_input_len`` tokens is truncated with a warning.
+    """
+
+    def __init__(self, model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, opts: SearchOptions,
+                 device: torch.device, max_input_len: int = 250, chunk_size: int = 10_000,
+                 attention_out: Optional[AttentionWriter] = None, name: str = "<stdin>"):
+        self.model, self.src_vocab, self.tgt_vocab, self.opts = model, src_vocab, tgt_vocab, opts
+        self.device, self.max_input_len, self.chunk_size = device, max_input_len, chunk_size
+        self.attention_out, self.name = attention_out, name
+        self.invalid: list[int] = []
+        self.truncated = 0
+
+    def _encode(self, index: int, raw: bytes) -> Optional[list[int]]:
+        try:
+            text = strip_newline(raw).decode("utf-8")
+        except UnicodeDecodeError as e:
+            warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
+            self.invalid.append(index + 1)
+            return None
+        if not text.strip():
+            return None
+        ids = self.src_vocab.encode(text)
+        if len(ids) > self.max_input_len:
+            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} (--max-input-len)")
+            self.truncated += 1
+            ids = ids[:self.max_input_len]
+        return ids
+
+    def translate(self, lines: Iterable[bytes], on_batch=None) -> Iterator[LineResult]:
+        """Yield one :class:`LineResult` per input line, in order, a chunk of lines at a time."""
+        chunk: list[tuple[int, Optional[list[int]]]] = []
+        for index, raw in enumerate(lines):
+            chunk.append((index, self._encode(index, raw)))
+            if len(chunk) >= self.chunk_size:
+                yield from self._run(chunk, on_batch)
+                chunk = []
+        yield from self._run(chunk, on_batch)
+
+    def _run(self, chunk: list[tuple[int, Optional[list[int]]]], on_batch) -> Iterator[LineResult]:
+        todo = [(i, ids) for i, ids in chunk if ids]
+        hyps = translate_ids(self.model, [ids for _, ids in todo], self.opts, self.device, on_batch)
+        by_index = {i: (ids, h) for (i, ids), h in zip(todo, hyps)}
+        for index, _ in chunk:
+            if index not in by_index:
+                if self.attention_out:
+                    self.attention_out.add(index, [], [], {})
+                yield LineResult(index, [""] * (1 if self.opts.n_best <= 1 else 0), [])
+                continue
+            ids, nbest = by_index[index]
+            if self.attention_out:
+                self._write_attention(index, ids, nbest[0])
+            yield LineResult(index, [self.tgt_vocab.decode(h.tokens) for h in nbest], [h.score for h in nbest])
+
+    def _write_attention(self, index: int, src_ids: list[int], hyp: Hypothesis) -> None:
+        src_tokens = self.src_vocab.id_to_token(src_ids) + ["</s>"]
+        tgt_tokens = self.tgt_vocab.id_to_token(hyp.tokens) + ["</s>"]
+        attention = dict(hyp.attention)
+        if "source" in attention:
+            attention["source"] = attention["source"][:, :len(src_tokens)]
+        self.attention_out.add(index, src_tokens, tgt_tokens, attention)

@@ -1,0 +1,1 @@
+"""Training: loss, optimisers and schedules, checkpoints, distributed set-up, the trainer."""

@@ -1,0 +1,63 @@
+"""torch.distributed set-up for multi-process training under torchrun (DDP)."""
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from nmtkit.errors import NmtkitError
+
+
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device: torch.device, timeout_s: float) -> DistInfo:
+    """Join the process group that torchrun describes in the environment (if any).
+
+    Uses NCCL on GPUs and gloo on CPUs. If the group cannot form within ``timeout_s``
+    seconds (a rank missing, a wrong address), raises an NmtkitError saying so instead of
+    hanging.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    try:
+        dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=timeout_s))
+        dist.barrier()
+    except Exception as e:  # DistStoreError, RuntimeError from gloo/nccl, timeouts
+        addr = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        raise NmtkitError(f"rank {rank} of {world}: the process group at {addr} did not form within "
+                          f"{timeout_s:g} s (--dist-timeout); are all ranks started? "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
+    return DistInfo(rank, world, local)
+
+
+def broadcast(obj, info: DistInfo):
+    """Rank 0's value of a small picklable object, on every rank."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def shutdown(info: DistInfo) -> None:
+    if info.enabled and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,309 @@
+"""The training loop: batches -> model -> loss -> update, validation, schedule, checkpoints."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Optional
+
+import torch
+import yaml
+from torch import nn
+
+from nmtkit.data.batching import TrainingBatches, make_batch
+from nmtkit.data.shards import Corpus, Shard
+from nmtkit.data.text import read_lines
+from nmtkit.errors import NmtkitError
+from nmtkit.metrics.perplexity import corpus_nll, perplexity
+from nmtkit.metrics.text import corpus_score
+from nmtkit.models import build_model
+from nmtkit.progress import log, progress, warn
+from nmtkit.search.translator import SearchOptions, translate_ids
+from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
+from nmtkit.train.distributed import DistInfo, broadcast
+from nmtkit.train.loss import cross_entropy
+from nmtkit.train.optim import Schedule, make_optimizer, set_lr
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` is the first GPU if there is one, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise NmtkitError(f"--device {name}: no CUDA device is available", exit_code=2)
+    return device
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
+
+
+class Trainer:
+    """Trains one model on a corpus as ``config`` says; see :mod:`nmtkit.train.options`.
+
+    ``resume`` continues from ``save_dir/last.pt`` exactly where it stopped (same batches,
+    same dropout masks). ``init_from`` warm-starts from another checkpoint's matching
+    parameters; its optimiser state and learning rate come along only if asked.
+    """
+
+    def __init__(self, config: dict, dist: Optional[DistInfo] = None, resume: bool = False,
+                 init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False,
+                 freeze_embeddings: bool = False):
+        self.config = config
+        self.dist = dist or DistInfo()
+        self.device = pick_device(config["device"])
+        if self.dist.enabled and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.dist.local_rank)
+            torch.cuda.set_device(self.device)
+        if config["threads"] > 0:
+            torch.set_num_threads(config["threads"])
+        self.save_dir = Path(config["save_dir"])
+        self.corpus = Corpus.open(config["data"])
+        torch.manual_seed(config["seed"])
+        self.model = build_model(config, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab)).to(self.device)
+        if freeze_embeddings:
+            for m in self.model.modules():
+                if isinstance(m, nn.Embedding):
+                    m.weight.requires_grad_(False)
+        self.optimizer = make_optimizer(config["optimizer"], self.model.parameters(), config["lr"],
+                                        config["weight_decay"])
+        self.schedule = Schedule(config["lr"], config["decay_metric"], config["lr_decay"], config["patience"],
+                                 config["min_lr"])
+        self.progress = {"step": 0, "epoch": 1, "batch": 0, "elapsed": 0.0, "tokens": 0, "oom_skipped": 0}
+        if resume:
+            self._resume()
+        elif init_from:
+            self._warm_start(init_from, init_optimizer, init_lr)
+        self.net = self.model
+        if self.dist.enabled:
+            self.net = nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.batches = TrainingBatches(self.corpus.shard_paths("train"), config["batch_size"],
+                                       config["batch_type"] == "tokens", config["seed"], self.dist.rank,
+                                       self.dist.world_size, config["max_len"])
+        self.amp_dtype = (torch.float16 if self.device.type == "cuda" else torch.bfloat16) if config["amp"] else None
+        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
+        self.log_path = self.save_dir / "train.jsonl"
+
+    # -- starting points ------------------------------------------------------------
+    def _resume(self) -> None:
+        path = self.save_dir / "last.pt"
+        ckpt = load_checkpoint(path)
+        if ckpt["config"]["arch"] != self.config["arch"]:
+            raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")
+        try:
+            self.model.load_state_dict(ckpt["model"])
+        except RuntimeError as e:
+            raise NmtkitError(f"--resume: {path} does not match the configured model: {str(e).splitlines()[0]}") from None
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.schedule = Schedule(**ckpt["schedule"])
+        set_lr(self.optimizer, self.schedule.lr)
+        self.progress = dict(ckpt["progress"])
+        torch.set_rng_state(ckpt["rng"]["torch"])
+        if torch.cuda.is_available() and "cuda" in ckpt["rng"]:
+            torch.cuda.set_rng_state_all(ckpt["rng"]["cuda"])
+        if self.dist.is_main:
+            log(f"resuming from {path}: step {self.progress['step']}, epoch {self.progress['epoch']}, "
+                f"lr {self.schedule.lr:.3g}")
+
+    def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
+        ckpt = load_checkpoint(path)
+        new, unused = warm_start(self.model, ckpt)
+        if self.dist.is_main:
+            log(f"warm start from {path} ({ckpt['config']['arch']}): {len(self.model.state_dict()) - len(new)} "
+                f"parameter tensors loaded, {len(new)} new" + (": " + ", ".join(new) if new else ""))
+            if unused:
+                log(f"  not used from the checkpoint: {', '.join(unused)}")
+        if init_optimizer:
+            self._load_optimizer_by_name(ckpt)
+        old_lr = ckpt["schedule"]["lr"]
+        if init_lr:
+            self.schedule.lr = old_lr
+            set_lr(self.optimizer, old_lr)
+        if self.dist.is_main:
+            source = "from the checkpoint (--init-lr)" if init_lr else \
+                f"from the config; the checkpoint had {old_lr:.3g}, --init-lr keeps that"
+            log(f"  learning rate {self.schedule.lr:.3g} {source}; optimiser state "
+                + ("loaded for matching parameters (--init-optimizer)" if init_optimizer else "fresh"))
+
+    def _load_optimizer_by_name(self, ckpt: dict) -> None:
+        """Carry optimiser state over for parameters with the same name and shape."""
+        names = [n for n, p in self.model.named_parameters() if p.requires_grad]
+        old_names = ckpt.get("param_names", [])
+        old_state = ckpt["optimizer"]["state"]
+        own = {n: p for n, p in self.model.named_parameters()}
+        state = self.optimizer.state_dict()
+        for i, name in enumerate(names):
+            j = old_names.index(name) if name in old_names else None
+            if j is not None and j in old_state and all(
+                    not torch.is_tensor(v) or v.dim() == 0 or v.shape == own[name].shape
+                    for v in old_state[j].values()):
+                state["state"][i] = old_state[j]
+        self.optimizer.load_state_dict(state)
+
+    # -- one update -----------------------------------------------------------------
+    def _update(self, batch) -> Optional[float]:
+        """Forward, backward and optimiser step; returns the summed loss, or None if skipped (OOM)."""
+        batch = batch.to(self.device)
+        try:
+            with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
+                                enabled=self.amp_dtype is not None):
+                logits, _ = self.net(batch)
+                loss = cross_entropy(logits, batch.tgt_out, smoothing=self.config["label_smoothing"])
+            self.scaler.scale(loss / batch.tgt_tokens).backward()
+        except RuntimeError as e:
+            if not is_out_of_memory(e) or self.dist.enabled:
+                raise
+            self.optimizer.zero_grad(set_to_none=True)
+            self.progress["oom_skipped"] += 1
+            warn(f"out of memory on a batch of {batch.size} sentences × {batch.src.size(1)}/{batch.tgt_in.size(1)} "
+                 f"tokens: skipped ({self.progress['oom_skipped']} so far); lower --batch-size or --max-len")
+            return None
+        if self.config["clip_norm"] > 0:
+            self.scaler.unscale_(self.optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config["clip_norm"])
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(loss)
+
+    # -- the loop ---------------------------------------------------------------------
+    def train(self) -> dict:
+        """Train until a stopping condition; returns the last validation result."""
+        c, p = self.config, self.progress
+        if self.dist.is_main:
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+            (self.save_dir / "config.yaml").write_text(yaml.safe_dump(c, sort_keys=False), encoding="utf-8")
+            n_params = sum(x.numel() for x in self.model.parameters())
+            log(f"{c['arch']}: {n_params:,} parameters on {self.device}"
+                + (f", {self.dist.world_size} processes" if self.dist.enabled else ""))
+        self.model.train()
+        budget = c["max_time"] * 60 if c["max_time"] > 0 else math.inf
+        window = {"loss": 0.0, "tokens": 0, "time": 0.0}
+        last_valid: dict = {}
+        stop_reason = None
+        with progress(transient=False) as bar:
+            task = bar.add_task("training", total=c["max_steps"] or None, completed=p["step"], info="")
+            while stop_reason is None:
+                for batch in self.batches.epoch(p["epoch"], skip=p["batch"]):
+                    t0 = time.perf_counter()
+                    loss = self._update(batch)
+                    dt = time.perf_counter() - t0
+                    p["batch"] += 1
+                    if loss is None:
+                        continue
+                    p["step"] += 1
+                    p["elapsed"] += dt
+                    p["tokens"] += batch.tgt_tokens
+                    window["loss"] += loss
+                    window["tokens"] += batch.tgt_tokens
+                    window["time"] += dt
+                    if p["step"] % c["log_every"] == 0:
+                        self._log_train(window, bar, task)
+                        window = {"loss": 0.0, "tokens": 0, "time": 0.0}
+                    stop_reason = self._stop_reason(budget)
+                    if p["step"] % c["valid_every"] == 0 or stop_reason:
+                        last_valid = self._validate_and_save()
+                        if last_valid.get("stop"):
+                            stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
+                    elif c["save_every"] and p["step"] % c["save_every"] == 0:
+                        self._save("last.pt")
+                    if stop_reason:
+                        break
+                else:
+                    p["epoch"] += 1
+                    p["batch"] = 0
+                    if self.batches.skipped and self.dist.is_main:
+                        log(f"epoch {p['epoch'] - 1}: skipped {self.batches.skipped} pairs longer than {c['max_len']} tokens")
+                    if c["max_epochs"] and p["epoch"] > c["max_epochs"]:
+                        stop_reason = f"{c['max_epochs']} epochs done"
+                        last_valid = self._validate_and_save()
+        if self.dist.is_main:
+            log(f"stopped: {stop_reason}; {p['step']} updates, best {c['decay_metric']} {self.schedule.best}")
+        return last_valid
+
+    def _stop_reason(self, budget: float) -> Optional[str]:
+        c, p = self.config, self.progress
+        if c["max_steps"] and p["step"] >= c["max_steps"]:
+            return f"{c['max_steps']} updates done"
+        if p["elapsed"] >= budget:
+            return f"{c['max_time']:g} minutes of training done"
+        return None
+
+    def _log_train(self, window: dict, bar, task) -> None:
+        p = self.progress
+        loss = window["loss"] / max(window["tokens"], 1)
+        speed = window["tokens"] / max(window["time"], 1e-9) * self.dist.world_size
+        record = {"type": "train", "step": p["step"], "epoch": p["epoch"], "loss": round(loss, 5),
+                  "ppl": round(perplexity(window["loss"], window["tokens"]), 3), "tok_per_s": round(speed, 1),
+                  "lr": self.schedule.lr, "elapsed_s": round(p["elapsed"], 2)}
+        if self.dist.is_main:
+            bar.update(task, completed=p["step"],
+                       info=f"ep {p['epoch']} loss {loss:.3f} ppl {record['ppl']:.1f} {speed:,.0f} tok/s lr {self.schedule.lr:.2g}")
+            self._append_log(record)
+            log(f"step {p['step']} | epoch {p['epoch']} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
+                f"{speed:,.0f} tok/s | lr {self.schedule.lr:.3g}")
+
+    def _append_log(self, record: dict) -> None:
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    # -- validation and checkpoints ---------------------------------------------------
+    def validate(self) -> dict:
+        """Perplexity of the validation set and BLEU/chrF of its translation."""
+        c = self.config
+        shards = [Shard(s) for s in self.corpus.shard_paths("valid")]
+        src = [sh.get("src", i) for sh in shards for i in range(len(sh))]
+        tgt = [sh.get("tgt", i) for sh in shards for i in range(len(sh))]
+        batches = (make_batch(src[i:i + 64], tgt[i:i + 64]) for i in range(0, len(src), 64))
+        nll, ntok = corpus_nll(self.model, batches, self.device)
+        result = {"type": "valid", "step": self.progress["step"], "epoch": self.progress["epoch"],
+                  "ppl": round(perplexity(nll, ntok), 4)}
+        n = c["valid_max_sentences"] or len(src)
+        ref_path = self.corpus.reference_path("valid")
+        refs = read_lines(ref_path)[:n] if ref_path else [self.corpus.tgt_vocab.decode(t) for t in tgt[:n]]
+        opts = SearchOptions(beam_size=c["valid_beam"], batch_size=c["valid_batch_size"],
+                             max_len_a=c["max_len_a"], max_len_b=c["max_len_b"])
+        self.model.eval()
+        try:
+            hyps = translate_ids(self.model, [s.tolist() for s in src[:n]], opts, self.device)
+        finally:
+            self.model.train()
+        texts = [self.corpus.tgt_vocab.decode(h[0].tokens) for h in hyps]
+        result["bleu"] = round(corpus_score("bleu", texts, [refs]).score, 3)
+        result["chrf"] = round(corpus_score("chrf", texts, [refs]).score, 3)
+        return result
+
+    def _validate_and_save(self) -> dict:
+        result = None
+        if self.dist.is_main:
+            result = self.validate()
+            improved, stop = self.schedule.update(result[self.config["decay_metric"]])
+            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress["elapsed"], 2))
+            self._append_log(result)
+            log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
+                f"chrF {result['chrf']:.2f}" + (" | new best" if improved else "") + f" | lr {self.schedule.lr:.3g}")
+            if improved:
+                self._save("best.pt")
+            self._save("last.pt")
+        result = broadcast(result, self.dist)
+        self.schedule.lr = result["lr"]
+        set_lr(self.optimizer, self.schedule.lr)
+        return result
+
+    def _save(self, name: str) -> None:
+        if not self.dist.is_main:
+            return
+        rng = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        save_checkpoint(self.save_dir / name, {
+            "config": dict(self.config), "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "param_names": [n for n, p in self.model.named_parameters() if p.requires_grad],
+            "schedule": self.schedule.state(), "progress": dict(self.progress), "rng": rng,
+            "vocab": {"src": self.corpus.src_vocab.state(), "tgt": self.corpus.tgt_vocab.state()},
+        })
