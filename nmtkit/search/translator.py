@@ -1,7 +1,7 @@
 """Text in, text out: segmentation, length-sorted batching, search, order restored."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Optional, Sequence
 
 import torch
@@ -74,7 +74,8 @@ class Translator:
     def __init__(self, model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, opts: SearchOptions,
                  device: torch.device, max_input_len: int = 250, chunk_size: int = 10_000,
                  attention_out: Optional[AttentionWriter] = None, name: str = "<stdin>"):
-        self.model, self.src_vocab, self.tgt_vocab, self.opts = model, src_vocab, tgt_vocab, opts
+        self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
+        self.opts = replace(opts, attention=True) if attention_out else opts
         self.device, self.max_input_len, self.chunk_size = device, max_input_len, chunk_size
         self.attention_out, self.name = attention_out, name
         self.invalid: list[int] = []

@@ -168,7 +168,7 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(loss)
+        return float(loss.detach())
 
     # -- the loop ---------------------------------------------------------------------
     def train(self) -> dict:

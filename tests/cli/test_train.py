@@ -1,0 +1,64 @@
+"""nmtkit train end to end, and its option errors."""
+import json
+
+import yaml
+
+from nmtkit.cli.train import ALL_OPTIONS  # noqa: F401  (re-exported for the trainer tests)
+from nmtkit.train.checkpoint import load_checkpoint
+from tests.conftest import TINY_MODEL, run
+
+
+def test_train_writes_checkpoints_config_and_log(corpus_dir, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"data": str(corpus_dir), "model": {"emb_size": 16, "dec_size": 32},
+                                   "max_steps": 20, "valid_every": 10, "batch_size": 16}))
+    r = run(["train", "-c", cfg, "--save-dir", tmp_path / "ck", "--enc-size", 24, "--batch-size", 8])
+    assert "validation at step 20" in r.stderr
+    saved = yaml.safe_load((tmp_path / "ck" / "config.yaml").read_text())
+    assert saved["emb_size"] == 16 and saved["enc_size"] == 24 and saved["batch_size"] == 8  # CLI over YAML
+    ckpt = load_checkpoint(tmp_path / "ck" / "last.pt")
+    assert ckpt["progress"]["step"] == 20 and ckpt["config"]["dec_size"] == 32
+    assert ckpt["vocab"]["src"]["kind"] == "word"
+    lines = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
+    assert [l["step"] for l in lines if l["type"] == "valid"] == [10, 20]
+
+
+def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir, trained_ckpt, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w", *TINY_MODEL, "--readout-size", 16,
+             "--max-steps", 2, "--valid-every", 2, "--lr", 0.0003, "--init-from", trained_ckpt])
+    assert "new: output.weight, readout.bias, readout.weight" in r.stderr
+    assert "learning rate 0.0003 from the config; the checkpoint had 0.005" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w2", *TINY_MODEL, "--max-steps", 2,
+             "--valid-every", 2, "--init-from", trained_ckpt, "--init-lr", "--init-optimizer"])
+    assert "learning rate 0.005 from the checkpoint" in r.stderr and "0 new" in r.stderr
+
+
+def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "f", *TINY_MODEL, "--max-steps", 3,
+         "--valid-every", 3, "--init-from", trained_ckpt, "--freeze-embeddings"])
+    before, after = load_checkpoint(trained_ckpt)["model"], load_checkpoint(tmp_path / "f" / "last.pt")["model"]
+    assert (before["src_emb.weight"] == after["src_emb.weight"]).all()
+    assert not (before["attention.v.weight"] == after["attention.v.weight"]).all()
+
+
+def test_option_errors(corpus_dir, tmp_path):
+    (tmp_path / "bad.yaml").write_text("data: x\nlearning_rate: 0.1\n")
+    r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
+    assert "bad.yaml: unknown key(s) learning_rate" in r.stderr and r.exit_code == 2
+    r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
+    assert "'fast' is not a valid float" in r.stderr
+    r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
+    assert "--data: a corpus folder is required" in r.stderr
+    r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)
+    assert "not a corpus folder" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--resume"], ok=False)
+    assert "--resume: no" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--init-lr"], ok=False)
+    assert "go with --init-from" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--arch", "nope"], ok=False)
+    assert "invalid choice" in r.stderr or "unknown architecture" in r.stderr
+
+
+def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
+    r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent], ok=False)
+    assert "already holds a run; use --resume" in r.stderr

@@ -1,0 +1,80 @@
+import random
+
+import numpy as np
+import pytest
+
+from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch
+from nmtkit.data.shards import ShardWriter
+from nmtkit.data.vocab import BOS, EOS, PAD
+
+
+def test_make_batch_pads_and_adds_markers():
+    b = make_batch([[5, 6, 7], [8]], [[9], [10, 11]])
+    assert b.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
+    assert b.src_lens.tolist() == [4, 2]
+    assert b.tgt_in.tolist() == [[BOS, 9, PAD], [BOS, 10, 11]]
+    assert b.tgt_out.tolist() == [[9, EOS, PAD], [10, 11, EOS]]
+    assert b.tgt_tokens == 5
+
+
+@pytest.mark.parametrize("by_tokens,size", [(False, 8), (True, 60)])
+def test_bucket_batches_cover_every_example_once(by_tokens, size):
+    lengths = np.random.default_rng(1).integers(1, 30, 500)
+    batches = bucket_batches(lengths, size, by_tokens, random.Random(3), pool_batches=10)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(500))
+    for b in batches:
+        if by_tokens:
+            assert len(b) == 1 or len(b) * lengths[b].max() <= size
+        else:
+            assert len(b) <= size
+    spread = np.mean([lengths[b].max() - lengths[b].min() for b in batches])
+    assert spread < 5  # bucketing: similar lengths share a batch
+
+
+def test_bucket_batches_reproducible_by_seed():
+    lengths = np.arange(100) % 17
+    a = bucket_batches(lengths, 8, False, random.Random(5))
+    b = bucket_batches(lengths, 8, False, random.Random(5))
+    c = bucket_batches(lengths, 8, False, random.Random(6))
+    assert all((x == y).all() for x, y in zip(a, b))
+    assert any(len(x) != len(y) or (x != y).any() for x, y in zip(a, c))
+
+
+def _shard(tmp_path, n=50):
+    w = ShardWriter(tmp_path, "train", ["src", "tgt"], shard_size=20)
+    for i in range(n):
+        w.add(src=[4 + i % 7] * (1 + i % 12), tgt=[5] * (1 + i % 9))
+    return [tmp_path / s["file"] for s in w.close()]
+
+
+def test_ranks_get_disjoint_equal_shares(tmp_path):
+    shards = _shard(tmp_path)
+    seen = []
+    counts = []
+    for rank in range(2):
+        tb = TrainingBatches(shards, 4, seed=2, rank=rank, world_size=2)
+        batches = list(tb.epoch(1))
+        counts.append(len(batches))
+        seen.append({tuple(r) for b in batches for r in b.src.tolist()})
+    assert counts[0] == counts[1]
+    single = list(TrainingBatches(shards, 4, seed=2).epoch(1))
+    assert sum(counts) <= len(single)
+
+
+def test_epoch_order_changes_with_epoch_and_skip_resumes(tmp_path):
+    shards = _shard(tmp_path)
+    tb = TrainingBatches(shards, 4, seed=2)
+    e1 = [b.src.tolist() for b in tb.epoch(1)]
+    e2 = [b.src.tolist() for b in tb.epoch(2)]
+    assert e1 != e2
+    assert [b.src.tolist() for b in tb.epoch(1, skip=5)] == e1[5:]
+
+
+def test_overlong_pairs_are_skipped_and_counted(tmp_path):
+    shards = _shard(tmp_path)
+    tb = TrainingBatches(shards, 4, seed=2, max_len=5)
+    batches = list(tb.epoch(1))
+    assert all(b.src.size(1) <= 6 and b.tgt_in.size(1) <= 6 for b in batches)
+    kept = sum(b.size for b in batches)
+    assert tb.skipped == 50 - kept and tb.skipped > 0

@@ -1,0 +1,77 @@
+import json
+
+import pytest
+
+from nmtkit.data.preprocess import VocabSpec, preprocess
+from nmtkit.data.shards import Corpus, Shard
+from nmtkit.errors import NmtkitError
+
+
+def _write(tmp_path, name, lines_src, lines_tgt):
+    (tmp_path / f"{name}.en").write_text("".join(l + "\n" for l in lines_src), encoding="utf-8")
+    (tmp_path / f"{name}.de").write_text("".join(l + "\n" for l in lines_tgt), encoding="utf-8")
+    return tmp_path / name
+
+
+def _pairs(tmp_path):
+    train = _write(tmp_path, "train", ["a b c", "b c", "c d e f g h", "", "a"], ["x y", "y", "z z z z z z z", "x", "x"])
+    valid = _write(tmp_path, "valid", ["a b", ""], ["x", "y"])
+    return train, valid
+
+
+def test_length_filter_and_empty_pairs_are_counted(tmp_path):
+    train, valid = _pairs(tmp_path)
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50), max_len=5)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["dropped"] == {"too_long": 1, "empty": 1}
+    assert manifest["splits"]["train"]["sentences"] == 3
+    assert manifest["splits"]["valid"]["sentences"] == 2  # held-out sets are kept whole
+    corpus = Corpus.open(out)
+    shard = Shard(corpus.shard_paths("train")[0])
+    assert corpus.src_vocab.decode(shard.get("src", 0).tolist()) == "a b c"
+    assert corpus.reference_path("valid").read_text() == "x\ny\n"
+
+
+def test_existing_corpus_is_refused_without_overwrite(tmp_path):
+    train, valid = _pairs(tmp_path)
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))
+    with pytest.raises(NmtkitError, match="already holds a corpus; use --overwrite"):
+        preprocess(out, "en", "de", train, valid, vocab=VocabSpec("word", 50))
+    preprocess(out, "en", "de", train, valid, vocab=VocabSpec("word", 50), overwrite=True)
+
+
+def test_failure_leaves_no_corpus_behind(tmp_path):
+    train, valid = _pairs(tmp_path)
+    (tmp_path / "valid.de").write_bytes(b"x\n\xc3\x28\n")
+    with pytest.raises(NmtkitError, match=r"valid\.de:2: invalid UTF-8"):
+        preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.de", "train.en", "valid.de", "valid.en"]
+
+
+def test_missing_and_empty_files(tmp_path):
+    train, valid = _pairs(tmp_path)
+    with pytest.raises(NmtkitError, match=r"nope\.en: no such file"):
+        preprocess(tmp_path / "c", "en", "de", tmp_path / "nope", valid)
+    (tmp_path / "valid.en").write_text("")
+    with pytest.raises(NmtkitError, match=r"valid\.en: file is empty"):
+        preprocess(tmp_path / "c", "en", "de", train, valid)
+
+
+def test_reused_vocabulary_files(tmp_path):
+    train, valid = _pairs(tmp_path)
+    first = preprocess(tmp_path / "c1", "en", "de", train, valid, vocab=VocabSpec("word", 50))
+    spec = VocabSpec(src_file=first / "vocab.src.txt", tgt_file=first / "vocab.tgt.txt")
+    second = preprocess(tmp_path / "c2", "en", "de", train, valid, vocab=spec)
+    assert (second / "vocab.src.txt").read_text() == (first / "vocab.src.txt").read_text()
+
+
+def test_joint_sentencepiece_vocabulary(tmp_path):
+    train, valid = _pairs(tmp_path)
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec.parse("spm:20"))
+    corpus = Corpus.open(out)
+    assert corpus.src_vocab.kind == "spm" and len(corpus.src_vocab) == len(corpus.tgt_vocab)
+
+
+def test_bad_vocab_spec():
+    with pytest.raises(NmtkitError, match="--vocab"):
+        VocabSpec.parse("bpe32000")

@@ -1,0 +1,35 @@
+import pytest
+
+from nmtkit.data.text import atomic_output, check_parallel, count_lines, iter_lines
+from nmtkit.errors import NmtkitError
+
+
+def test_count_lines_counts_a_last_line_without_newline(tmp_path):
+    (tmp_path / "a").write_bytes(b"x\ny\nz")
+    (tmp_path / "b").write_bytes(b"x\ny\n")
+    assert count_lines(tmp_path / "a") == 3
+    assert count_lines(tmp_path / "b") == 2
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    (tmp_path / "a").write_bytes(b"ok\nstill ok\nbad \xff here\n")
+    with pytest.raises(NmtkitError, match=r"a:3: invalid UTF-8"):
+        list(iter_lines(tmp_path / "a"))
+
+
+def test_check_parallel_names_both_files_and_counts(tmp_path):
+    (tmp_path / "x.en").write_text("1\n2\n3\n")
+    (tmp_path / "x.de").write_text("1\n2\n")
+    with pytest.raises(NmtkitError, match=r"x\.en has 3 lines but .*x\.de has 2"):
+        check_parallel(tmp_path / "x.en", tmp_path / "x.de")
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as f:
+            f.write("partial")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]

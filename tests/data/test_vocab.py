@@ -1,0 +1,58 @@
+import io
+
+import sentencepiece as spm
+
+from nmtkit.data.vocab import (BOS, EOS, PAD, UNK, SentencePieceVocab, WordVocab, load_vocab, vocab_from_state)
+
+TEXT = ["the cat sat on the mat", "the dog sat", "a cat and a dog", "the end"] * 20
+
+
+def test_word_vocab_keeps_the_most_frequent_words_and_maps_the_rest_to_unk():
+    v = WordVocab.build(TEXT, 4 + 3)
+    assert v.tokens[:4] == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert v.tokens[4] == "the" and len(v) == 7
+    ids = v.encode("the zebra sat")
+    assert ids[1] == UNK
+    assert v.decode(ids) == "the <unk> sat"
+    assert v.decode([PAD, BOS] + ids + [EOS]) == "the <unk> sat"
+
+
+def test_word_vocab_file_round_trip(tmp_path):
+    v = WordVocab.build(TEXT, 50)
+    v.save(tmp_path / "v.txt")
+    w = load_vocab(tmp_path / "v.txt")
+    assert w.tokens == v.tokens
+    assert vocab_from_state(v.state()).tokens == v.tokens
+
+
+def test_word_list_without_specials_gets_them(tmp_path):
+    (tmp_path / "v.txt").write_text("hello\t10\nworld\t5\n")
+    v = load_vocab(tmp_path / "v.txt")
+    assert v.tokens == ["<pad>", "<unk>", "<s>", "</s>", "hello", "world"]
+
+
+def test_sentencepiece_train_encode_decode(tmp_path):
+    (tmp_path / "t.txt").write_text("\n".join(TEXT) + "\n")
+    v = SentencePieceVocab.train([tmp_path / "t.txt"], 30)
+    ids = v.encode("the cat sat")
+    assert all(i >= 4 for i in ids)
+    assert v.decode(ids) == "the cat sat"
+    assert v.decode(ids + [EOS, PAD]) == "the cat sat"
+    w = vocab_from_state(v.state())
+    assert w.encode("the dog") == v.encode("the dog") and len(w) == len(v)
+    v.save(tmp_path / "m.model")
+    assert load_vocab(tmp_path / "m.model").encode("a dog") == v.encode("a dog")
+
+
+def test_foreign_sentencepiece_model_special_ids_are_mapped(tmp_path):
+    """A model trained elsewhere with unk=0, bos=1, eos=2 and no pad still uses our ids."""
+    (tmp_path / "t.txt").write_text("\n".join(TEXT) + "\n")
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "t.txt"), model_writer=buf, vocab_size=30,
+                                   hard_vocab_limit=False, minloglevel=2)
+    v = SentencePieceVocab(buf.getvalue())
+    assert len(v) == v.sp.get_piece_size() + 1  # pad added
+    ids = v.encode("the cat ⅀")
+    assert UNK in ids and min(i for i in ids if i != UNK) >= 4
+    assert v.decode(v.encode("the cat sat")) == "the cat sat"
+    assert v.id_to_token([PAD, UNK, BOS, EOS]) == ["<pad>", "<unk>", "<s>", "</s>"]

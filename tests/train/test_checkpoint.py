@@ -1,0 +1,46 @@
+import pytest
+import torch
+
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
+from tests.conftest import TINY_CONFIG
+
+
+def test_round_trip_and_weights_only(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}, "config": {"arch": "x"}})
+    ckpt = load_checkpoint(tmp_path / "c.pt")
+    assert torch.equal(ckpt["model"]["w"], torch.ones(2)) and ckpt["format"] == 1
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}})
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("cannot save")
+
+    with pytest.raises(RuntimeError):
+        save_checkpoint(tmp_path / "c.pt", {"model": {"w": Unpicklable()}})
+    assert torch.equal(load_checkpoint(tmp_path / "c.pt")["model"]["w"], torch.ones(2))
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
+
+
+def test_broken_or_foreign_files_are_clear_errors(tmp_path):
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(NmtkitError, match="junk.pt: not a readable nmtkit checkpoint"):
+        load_checkpoint(tmp_path / "junk.pt")
+    torch.save({"something": 1}, tmp_path / "other.pt")
+    with pytest.raises(NmtkitError, match="not an nmtkit checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+    with pytest.raises(NmtkitError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_warm_start_copies_matching_parameters_and_lists_new_ones():
+    small = build_model(TINY_CONFIG, 20, 20)
+    bigger = build_model({**TINY_CONFIG, "readout_size": 8}, 20, 20)
+    new, unused = warm_start(bigger, {"model": small.state_dict()})
+    assert new == ["output.weight", "readout.bias", "readout.weight"]
+    assert unused == new
+    assert torch.equal(bigger.state_dict()["attention.v.weight"], small.state_dict()["attention.v.weight"])

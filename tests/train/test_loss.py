@@ -1,0 +1,20 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmtkit.train.loss import cross_entropy
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_matches_pytorch_cross_entropy_value_and_gradient(smoothing):
+    torch.manual_seed(0)
+    x = torch.randn(4, 5, 11, requires_grad=True)
+    y = torch.randint(1, 11, (4, 5))
+    y[0, 3:] = 0
+    ours = cross_entropy(x * 1.5, y, 0, smoothing)
+    (g_ours,) = torch.autograd.grad(ours * 0.7, x)
+    ref = F.cross_entropy((x * 1.5).view(-1, 11), y.view(-1), ignore_index=0, reduction="sum", label_smoothing=smoothing)
+    (g_ref,) = torch.autograd.grad(ref * 0.7, x)
+    assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
+    assert torch.allclose(g_ours, g_ref, atol=1e-6)
+    assert (g_ours[0, 3:] == 0).all()

@@ -1,0 +1,128 @@
+"""The trainer learns, resumes exactly after a kill, and keeps DDP ranks in sync."""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from nmtkit.config import resolve
+from nmtkit.data.preprocess import VocabSpec, preprocess
+from nmtkit.errors import NmtkitError
+from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
+from nmtkit.train.trainer import Trainer
+from tests.cli.test_train import ALL_OPTIONS
+
+
+def config(**over):
+    base = dict(emb_size=32, enc_size=32, dec_size=64, dropout=0.0, lr=0.005, batch_size=32, log_every=50,
+                valid_every=100, threads=2)
+    return resolve(ALL_OPTIONS, {}, {**base, **over})
+
+
+@pytest.fixture(scope="module")
+def reverse_corpus(tmp_path_factory):
+    """Random letter sequences and their reversal."""
+    d = tmp_path_factory.mktemp("reverse")
+    g = random.Random(0)
+    for split, n in (("train", 3000), ("valid", 40)):
+        src = [[g.choice("abcdefghij") for _ in range(g.randrange(3, 9))] for _ in range(n)]
+        (d / f"{split}.in").write_text("".join(" ".join(s) + "\n" for s in src))
+        (d / f"{split}.out").write_text("".join(" ".join(reversed(s)) + "\n" for s in src))
+    return preprocess(d / "data", "in", "out", d / "train", d / "valid", vocab=VocabSpec("word", 50))
+
+
+def test_a_tiny_model_learns_to_reverse(reverse_corpus, tmp_path):
+    result = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=400)).train()
+    assert result["bleu"] > 80, result
+    records = [json.loads(l) for l in (tmp_path / "train.jsonl").read_text().splitlines()]
+    valid = [r for r in records if r["type"] == "valid"]
+    assert [r["step"] for r in valid] == [100, 200, 300, 400]
+    assert valid[-1]["ppl"] < valid[0]["ppl"]
+    assert {"best.pt", "last.pt", "config.yaml", "train.jsonl"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def _losses(path):
+    """Last logged loss of each step (a resumed run logs some steps twice)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r["type"] == "train":
+            out[r["step"]] = r["loss"]
+    return out
+
+
+def _train_cmd(corpus, save_dir, *extra):
+    return [sys.executable, "-m", "nmtkit", "train", "--data", str(corpus), "--save-dir", str(save_dir),
+            "--emb-size", "32", "--enc-size", "32", "--dec-size", "64", "--dropout", "0.3", "--batch-size", "16",
+            "--max-steps", "300", "--log-every", "1", "--save-every", "10", "--valid-every", "1000",
+            "--valid-max-sentences", "5", "--threads", "1", *extra]
+
+
+def test_resume_after_a_kill_continues_like_an_unkilled_run(reverse_corpus, tmp_path):
+    subprocess.run(_train_cmd(reverse_corpus, tmp_path / "ref"), check=True, capture_output=True)
+    reference = _losses(tmp_path / "ref" / "train.jsonl")
+    proc = subprocess.Popen(_train_cmd(reverse_corpus, tmp_path / "run"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    log = tmp_path / "run" / "train.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (log.exists() and len(log.read_text().splitlines()) >= 25):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = max(_losses(log))
+    assert killed_at < 300, "the run finished before it could be killed"
+    subprocess.run(_train_cmd(reverse_corpus, tmp_path / "run", "--resume"), check=True, capture_output=True)
+    resumed = _losses(log)
+    assert sorted(resumed) == sorted(reference)
+    assert resumed == reference
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_worker(rank, corpus, save_dir, port, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
+                      LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    info = init_distributed(torch.device("cpu"), 60)
+    trainer = Trainer(config(data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2, threads=1),
+                      info)
+    trainer.train()
+    params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+    torch.save(params, f"{out}.{rank}")
+    shutdown(info)
+
+
+def test_two_gloo_processes_stay_in_sync(reverse_corpus, tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.start_processes(_ddp_worker, (str(reverse_corpus), str(tmp_path / "ck"), _free_port(), str(tmp_path / "p")),
+                       nprocs=2, start_method="spawn")
+    p0, p1 = torch.load(tmp_path / "p.0"), torch.load(tmp_path / "p.1")
+    assert torch.equal(p0, p1)
+    initial = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "x"))).model
+    assert not torch.equal(p0, torch.cat([p.detach().flatten() for p in initial.parameters()]))
+    log = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["type"] == "valid"] == [10, 20]
+
+
+def test_a_process_group_that_cannot_form_times_out_clearly(monkeypatch):
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    start = time.time()
+    with pytest.raises(NmtkitError, match=r"rank 0 of 2: the process group .* did not form within 2 s"):
+        init_distributed(torch.device("cpu"), 2)
+    assert time.time() - start < 30
+    assert DistInfo().world_size == 1
