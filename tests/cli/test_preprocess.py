@@ -1,0 +1,52 @@
+"""nmtkit preprocess end to end and its bad inputs."""
+import json
+
+from tests.conftest import run
+
+
+def test_preprocess_spm_with_test_split(text_dir, tmp_path):
+    r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--test", text_dir / "test",
+             "--src", "en", "--tgt", "de", "--vocab", "spm:60", "--max-len", 12, "-o", tmp_path / "c"])
+    m = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert set(m["splits"]) == {"train", "valid", "test"} and m["vocab"]["kind"] == "spm"
+    assert m["splits"]["train"]["sentences"] + m["splits"]["train"]["dropped"]["too_long"] == 2000
+    assert "dropped" in r.stderr and (tmp_path / "c" / "vocab.src.model").exists()
+
+
+def test_mismatched_line_counts(text_dir, tmp_path):
+    (tmp_path / "t.en").write_text("a\nb\nc\n")
+    (tmp_path / "t.de").write_text("a\nb\n")
+    r = run(["preprocess", "--train", tmp_path / "t", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+             "-o", tmp_path / "c"], ok=False)
+    assert r.exit_code == 1
+    assert "t.en has 3 lines but" in r.stderr and "t.de has 2" in r.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_invalid_utf8_names_the_line(text_dir, tmp_path):
+    (tmp_path / "t.en").write_bytes(b"a\nb\xff\n")
+    (tmp_path / "t.de").write_text("a\nb\n")
+    r = run(["preprocess", "--train", tmp_path / "t", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+             "--vocab", "word:10", "-o", tmp_path / "c"], ok=False)
+    assert "t.en:2: invalid UTF-8" in r.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_empty_missing_and_existing(text_dir, tmp_path):
+    (tmp_path / "e.en").write_text("")
+    (tmp_path / "e.de").write_text("")
+    base = ["--valid", text_dir / "valid", "--src", "en", "--tgt", "de", "--vocab", "word:50"]
+    r = run(["preprocess", "--train", tmp_path / "e", *base, "-o", tmp_path / "c"], ok=False)
+    assert "e.en: file is empty" in r.stderr
+    r = run(["preprocess", "--train", tmp_path / "missing", *base, "-o", tmp_path / "c"], ok=False)
+    assert "missing.en: no such file" in r.stderr
+    run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c"])
+    r = run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c"], ok=False)
+    assert "already holds a corpus; use --overwrite" in r.stderr
+    run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c", "--overwrite"])
+
+
+def test_bad_vocab_option(text_dir, tmp_path):
+    r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+             "--vocab", "bpe", "-o", tmp_path / "c"], ok=False)
+    assert r.exit_code == 2 and "--vocab: expected KIND:SIZE" in r.stderr

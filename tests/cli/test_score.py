@@ -1,0 +1,62 @@
+"""nmtkit score: sacrebleu metrics with signature, several references, perplexity, errors."""
+import math
+
+import pytest
+import sacrebleu
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.train.checkpoint import load_model
+from tests.conftest import run
+
+HYP = ["the cat sat on the mat", "a dog barked"]
+REF1 = ["the cat sat on a mat", "the dog barked"]
+REF2 = ["a cat sat on the mat", "a dog barked loudly"]
+
+
+@pytest.fixture
+def files(tmp_path):
+    for name, lines in (("hyp", HYP), ("ref1", REF1), ("ref2", REF2)):
+        (tmp_path / name).write_text("".join(l + "\n" for l in lines))
+    return tmp_path
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf", "ter"])
+def test_metrics_equal_sacrebleu(files, metric):
+    r = run(["score", "--metric", metric, "-r", files / "ref1", "-r", files / "ref2", "-i", files / "hyp", "--score-only"])
+    expected = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf, "ter": sacrebleu.corpus_ter}[metric](
+        HYP, [REF1, REF2]).score
+    assert float(r.stdout) == pytest.approx(expected, abs=0.01)
+
+
+def test_signature_stdin_and_options(files):
+    r = run(["score", "-r", files / "ref1", "--lowercase", "--tokenize", "intl"], input="\n".join(HYP) + "\n")
+    assert r.stdout.startswith("BLEU = ") and "case:lc" in r.stdout and "tok:intl" in r.stdout
+
+
+def test_mismatched_lines_and_missing_reference(files):
+    r = run(["score", "-r", files / "ref1"], input="only one line\n", ok=False)
+    assert "<stdin> has 1 lines but reference" in r.stderr
+    r = run(["score"], input="x\n", ok=False)
+    assert r.exit_code == 2 and "-r/--ref" in r.stderr
+    r = run(["score", "-r", files / "missing"], input="x\n", ok=False)
+    assert "missing: no such file" in r.stderr
+
+
+def test_perplexity_is_eq_13(trained_ckpt, text_dir):
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
+             "--score-only"])
+    model, sv, tv, _ = load_model(trained_ckpt)
+    nll, n = 0.0, 0
+    for s, t in zip((text_dir / "test.en").read_text().splitlines(), (text_dir / "test.de").read_text().splitlines()):
+        b = make_batch([sv.encode(s)], [tv.encode(t)])
+        with torch.no_grad():
+            state = model.encode(b.src, b.src_lens)
+        for i in range(b.tgt_in.size(1)):  # log P(y|x) summed step by step
+            with torch.no_grad():
+                lp, state, _ = model.decode_step(b.tgt_in[:, i], state)
+            nll -= float(lp[0, b.tgt_out[0, i]])
+            n += 1
+    assert float(r.stdout) == pytest.approx(math.exp(nll / n), rel=1e-4)
+    r = run(["score", "--metric", "ppl", "-r", text_dir / "test.de"], ok=False)
+    assert "--metric ppl needs -m CKPT" in r.stderr

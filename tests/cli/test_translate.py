@@ -1,0 +1,52 @@
+"""nmtkit translate end to end: one line out per line in, n-best, attention file, errors."""
+from nmtkit.search.attention_file import AttentionFile
+from tests.conftest import run
+
+
+def test_translate_stdin_to_stdout_keeps_every_line(trained_ckpt):
+    r = run(["translate", "-m", trained_ckpt, "--beam", 3], input=b"forty-two\n\nseven hundred\n")
+    lines = r.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2] and lines[3] == ""
+
+
+def test_greedy_equals_beam_one_and_files(trained_ckpt, text_dir, tmp_path):
+    run(["translate", "-m", trained_ckpt, "--greedy", "-i", text_dir / "test.en", "-o", tmp_path / "g"])
+    run(["translate", "-m", trained_ckpt, "--beam", 1, "--batch-size", 7, "-i", text_dir / "test.en", "-o", tmp_path / "b"])
+    assert (tmp_path / "g").read_text() == (tmp_path / "b").read_text()
+    assert len((tmp_path / "g").read_text().splitlines()) == 30
+
+
+def test_n_best_format(trained_ckpt):
+    r = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 3], input="forty-two\none\n")
+    rows = [l.split(" ||| ") for l in r.stdout.splitlines()]
+    assert [row[0] for row in rows] == ["0", "0", "0", "1", "1", "1"]
+    assert all(len(row) == 3 and float(row[2]) <= 0 for row in rows)
+
+
+def test_attention_out(trained_ckpt, tmp_path):
+    r = run(["translate", "-m", trained_ckpt, "--attention-out", tmp_path / "a.h5"], input="forty-two\n\none\n")
+    with AttentionFile(tmp_path / "a.h5") as f:
+        assert len(f) == 3
+        assert f[0]["attention"]["source"].shape == (len(f[0]["tgt_tokens"]), 2)
+        assert " ".join(f[2]["tgt_tokens"][:-1]) == r.stdout.splitlines()[2]
+
+
+def test_invalid_utf8_and_overlong_lines(trained_ckpt, tmp_path):
+    r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "-o", tmp_path / "o"],
+            input=b"one\n\xff\xfe\none two three four\n", ok=False)
+    assert r.exit_code == 1
+    assert "<stdin>:2: invalid UTF-8" in r.stderr and "<stdin>:3: 4 tokens, truncated to 2" in r.stderr
+    out = (tmp_path / "o").read_text().split("\n")
+    assert len(out) == 4 and out[1] == "" and out[2]
+
+
+def test_errors(trained_ckpt, tmp_path):
+    r = run(["translate", "-m", tmp_path / "none.pt"], input="x\n", ok=False)
+    assert "none.pt: no such checkpoint" in r.stderr
+    (tmp_path / "bad.pt").write_text("junk")
+    r = run(["translate", "-m", tmp_path / "bad.pt"], input="x\n", ok=False)
+    assert "bad.pt: not a readable nmtkit checkpoint" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--beam", 2, "--n-best", 3], input="x\n", ok=False)
+    assert r.exit_code == 2
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "nope.txt"], ok=False)
+    assert "nope.txt: no such file" in r.stderr
