@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -55,10 +56,12 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
     writer = open_attention(attention_out, arch=config["arch"], model=str(model_path), input=name)
     translator = Translator(model, src_vocab, tgt_vocab, opts, dev, max_input_len, attention_out=writer, name=name)
+    start, lines = time.perf_counter(), 0
     try:
         with open_output(output_path) as out, progress() as bar:
             task = bar.add_task("translating", total=None, info="")
             for result in translator.translate(stream, on_batch=lambda k: bar.advance(task, k)):
+                lines += 1
                 if n_best > 1:
                     for text, score in zip(result.texts, result.scores):
                         out.write(f"{result.index} ||| {text} ||| {score:.4f}\n")
@@ -75,6 +78,8 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     finally:
         if input_path:
             stream.close()
+    seconds = time.perf_counter() - start
+    log(f"translated {lines} lines in {seconds:.1f} s ({lines / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
     if translator.truncated:
         log(f"{translator.truncated} line(s) truncated to {max_input_len} tokens")
     if translator.invalid:

@@ -21,7 +21,7 @@ TRAIN_OPTIONS = [
     Option("patience", 10, "stop after this many validations without a new best (0: never)"),
     Option("max_epochs", 0, "stop after this many epochs (0: no limit)"),
     Option("max_steps", 0, "stop after this many updates (0: no limit)"),
-    Option("max_time", 0.0, "stop after this many minutes of training (0: no limit)"),
+    Option("max_time", 0.0, "stop after this many minutes of wall-clock time, validation included (0: no limit)"),
     Option("valid_every", 1000, "validate (perplexity and BLEU) and save checkpoints every N updates"),
     Option("save_every", 0, "also save last.pt every N updates between validations (0: only at validation)"),
     Option("valid_beam", 1, "beam size for validation BLEU (1: greedy)"),

@@ -72,7 +72,8 @@ class Trainer:
                                         config["weight_decay"])
         self.schedule = Schedule(config["lr"], config["decay_metric"], config["lr_decay"], config["patience"],
                                  config["min_lr"])
-        self.progress = {"step": 0, "epoch": 1, "batch": 0, "elapsed": 0.0, "tokens": 0, "oom_skipped": 0}
+        self.progress = {"step": 0, "epoch": 1, "batch": 0, "elapsed": 0.0, "wall": 0.0, "tokens": 0,
+                         "oom_skipped": 0}
         if resume:
             self._resume()
         elif init_from:
@@ -185,6 +186,7 @@ class Trainer:
         window = {"loss": 0.0, "tokens": 0, "time": 0.0}
         last_valid: dict = {}
         stop_reason = None
+        self._wall_start, self._wall_base = time.perf_counter(), p["wall"]
         with progress(transient=False) as bar:
             task = bar.add_task("training", total=c["max_steps"] or None, completed=p["step"], info="")
             while stop_reason is None:
@@ -227,9 +229,10 @@ class Trainer:
 
     def _stop_reason(self, budget: float) -> Optional[str]:
         c, p = self.config, self.progress
+        p["wall"] = self._wall_base + time.perf_counter() - self._wall_start
         if c["max_steps"] and p["step"] >= c["max_steps"]:
             return f"{c['max_steps']} updates done"
-        if p["elapsed"] >= budget:
+        if p["wall"] >= budget:
             return f"{c['max_time']:g} minutes of training done"
         return None
 
@@ -282,7 +285,8 @@ class Trainer:
         if self.dist.is_main:
             result = self.validate()
             improved, stop = self.schedule.update(result[self.config["decay_metric"]])
-            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress["elapsed"], 2))
+            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress["elapsed"], 2),
+                          wall_s=round(self.progress["wall"], 2))
             self._append_log(result)
             log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}" + (" | new best" if improved else "") + f" | lr {self.schedule.lr:.3g}")
