@@ -64,11 +64,12 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
         rows = row_base + origin.gather(1, pick)
         prev = word.gather(1, pick)
         done = torch.tensor([len(finished[int(s)]) >= k for s in sent.tolist()], device=device) | forced
-        if done.any():  # done sentences leave the batch
+        any_done = bool(done.any())
+        if any_done:  # done sentences leave the batch
             keep = (~done).nonzero().flatten()
             sent, scores, rows, prev = sent[keep], scores[keep], rows[keep], prev[keep]
         rows, prev = rows.view(-1), prev.view(-1)
         tokens = torch.cat([tokens[rows], prev.unsqueeze(1)], 1)
-        state = state.reorder(rows)
+        state = state.reorder(rows, within_sentences=not any_done)
         history = {name: h[rows] for name, h in history.items()}
     return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]

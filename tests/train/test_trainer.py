@@ -126,3 +126,39 @@ def test_a_process_group_that_cannot_form_times_out_clearly(monkeypatch):
         init_distributed(torch.device("cpu"), 2)
     assert time.time() - start < 30
     assert DistInfo().world_size == 1
+
+
+def test_a_batch_that_runs_out_of_memory_is_skipped_and_counted(reverse_corpus, tmp_path, monkeypatch):
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=5, valid_every=5))
+    forward = trainer.net.forward
+    calls = {"n": 0}
+
+    def flaky(batch):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 99 GB")
+        return forward(batch)
+
+    monkeypatch.setattr(trainer.net, "forward", flaky)
+    trainer.train()
+    assert trainer.progress["oom_skipped"] == 1 and trainer.progress["step"] == 5
+    assert trainer.progress["batch"] == 6
+
+
+def test_other_errors_are_not_swallowed(reverse_corpus, tmp_path, monkeypatch):
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=5))
+    monkeypatch.setattr(trainer.net, "forward", lambda batch: (_ for _ in ()).throw(RuntimeError("shape mismatch")))
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        trainer.train()
+
+
+def test_torchrun_two_processes_end_to_end(reverse_corpus, tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
+           "-m", "nmtkit", "train", "--data", str(reverse_corpus), "--save-dir", str(tmp_path / "ck"),
+           "--emb-size", "16", "--enc-size", "16", "--dec-size", "32", "--max-steps", "6", "--valid-every", "3",
+           "--valid-max-sentences", "5", "--threads", "1", "--dist-timeout", "60"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "2 processes" in r.stderr
+    log = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in log if x["type"] == "valid"] == [3, 6]
