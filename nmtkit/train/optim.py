@@ -7,6 +7,7 @@ from typing import Iterable, Optional
 import torch
 
 OPTIMIZERS = ("adam", "adadelta", "sgd")
+DEFAULT_LR = {"adam": 0.001, "adadelta": 1.0, "sgd": 0.1}
 
 
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.0):

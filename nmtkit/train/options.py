@@ -10,7 +10,7 @@ TRAIN_OPTIONS = [
     Option("batch_type", "sents", "count batches in sentences or tokens", choices=("sents", "tokens")),
     Option("max_len", 100, "skip (and count) training pairs longer than this many tokens on either side"),
     Option("optimizer", "adam", "optimiser", choices=OPTIMIZERS),
-    Option("lr", 0.001, "learning rate (Adadelta: 1.0)"),
+    Option("lr", 0.0, "learning rate (0: the optimiser's usual one: Adam 0.001, Adadelta 1.0, SGD 0.1)"),
     Option("weight_decay", 0.0, "L2 weight decay"),
     Option("clip_norm", 1.0, "clip the gradient norm to this value (0: no clipping)"),
     Option("label_smoothing", 0.0, "label smoothing epsilon"),

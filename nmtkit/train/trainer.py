@@ -23,7 +23,7 @@ from nmtkit.search.translator import SearchOptions, translate_ids
 from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.loss import cross_entropy
-from nmtkit.train.optim import Schedule, make_optimizer, set_lr
+from nmtkit.train.optim import DEFAULT_LR, Schedule, make_optimizer, set_lr
 
 
 def pick_device(name: str) -> torch.device:
@@ -52,6 +52,7 @@ class Trainer:
     def __init__(self, config: dict, dist: Optional[DistInfo] = None, resume: bool = False,
                  init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False,
                  freeze_embeddings: bool = False):
+        config = dict(config, lr=config["lr"] or DEFAULT_LR[config["optimizer"]])
         self.config = config
         self.dist = dist or DistInfo()
         self.device = pick_device(config["device"])
