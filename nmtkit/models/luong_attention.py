@@ -75,14 +75,15 @@ class LuongAttention(nn.Module):
     def centre(self, query: torch.Tensor, steps: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Aligned position p_t ``[B, T]``: t for local-m (clipped to the sentence), Eq. 9 for local-p."""
         if self.kind == "local-m":
-            return torch.minimum(steps.to(query.dtype).unsqueeze(0), (lengths - 1).to(query.dtype).unsqueeze(1))
+            steps = steps.to(query.dtype).expand(query.shape[:2])
+            return torch.minimum(steps, (lengths - 1).to(query.dtype).unsqueeze(1))
         return lengths.to(query.dtype).unsqueeze(1) * torch.sigmoid(self.v_p(torch.tanh(self.w_p(query)))).squeeze(-1)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
                 steps: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Contexts ``[B, T, M]`` and weights ``[B, T, S]`` for queries h_t ``[B, T, Q]``.
 
-        ``steps`` ``[T]`` are the target positions t of the queries (needed by local-m).
+        ``steps`` ``[T]`` or ``[B, T]`` are the target positions t of the queries (needed by local-m).
         """
         scores = self.scores(query, keys)
         allowed = mask.unsqueeze(1).expand_as(scores)

@@ -22,6 +22,7 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
 from nmtkit.models.attention import MLPAttention
 from nmtkit.models.encoder import BiRNNEncoder
+from nmtkit.models.fused import attentive_gru, bigru
 from nmtkit.models.registry import register_model
 from nmtkit.models.seq2seq import Attention, Seq2Seq
 from nmtkit.models.state import DecoderState
@@ -83,7 +84,8 @@ class RNNSearch(Seq2Seq):
 
     # -- encoder ---------------------------------------------------------------------
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
-        memory, mask = self.encoder(self.dropout(self.src_emb(src)), src_lens)
+        mask = torch.arange(src.size(1), device=src.device) < src_lens.unsqueeze(1)
+        memory = bigru(self.dropout(self.src_emb(src)), mask, self.encoder.rnn)  # = self.encoder(...), faster
         mean = memory.sum(1) / src_lens.unsqueeze(1).to(memory.dtype)
         s0 = torch.tanh(self.init_state(mean))  # s_0 = tanh(W_s mean_j h_j)
         return DecoderState({"memory": memory, "keys": self.attention.keys(memory), "mask": mask, "hidden": s0})
@@ -112,16 +114,12 @@ class RNNSearch(Seq2Seq):
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         state = self.encode(batch.src, batch.src_lens)
         emb = self.dropout(self.tgt_emb(batch.tgt_in))
-        gi_emb = self.emb_gates(emb)  # embedding part of the gates, all steps at once
-        states, contexts, alphas = [], [], []
-        for i in range(emb.size(1)):
-            s, ctx, alpha = self._step(gi_emb[:, i], state)
-            state = state.replace(hidden=s)
-            states.append(s)
-            contexts.append(ctx)
-            alphas.append(alpha)
-        logits = self._logits(torch.stack(states, 1), emb, torch.stack(contexts, 1))
-        return logits, {"source": torch.stack(alphas, 1)}
+        gi_emb = self.emb_gates(emb.transpose(0, 1))  # embedding part of the gates, all steps at once
+        states, contexts, alphas = attentive_gru(
+            gi_emb, state["hidden"], state["keys"], state["memory"], state["mask"], self.hidden_proj.weight,
+            self.hidden_proj.bias, self.ctx_gates.weight, self.attention.v.weight)  # _step for every i
+        logits = self._logits(states.transpose(0, 1), emb, contexts.transpose(0, 1))
+        return logits, {"source": alphas}
 
 
 @register_model("rnnsearch", RNN_OPTIONS, "BiGRU encoder, GRU decoder with MLP attention on s_{i-1}, deep output")

@@ -2,7 +2,8 @@
 
 The forward pass computes the softmax once and keeps ``softmax - target distribution``
 as the gradient, so the backward pass is one multiplication instead of a second pass over
-the ``[N, V]`` logits (PyTorch's ``log_softmax`` backward is single-threaded on CPU).
+the ``[N, V]`` logits (PyTorch's ``log_softmax`` backward is single-threaded on CPU). The
+log-sum-exp comes from the gold token's probability rather than another pass.
 """
 from __future__ import annotations
 
@@ -14,15 +15,21 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, target: torch.Tensor, ignore_index: int, smoothing: float):
         logits = logits.float()
-        lse = torch.logsumexp(logits, dim=-1, keepdim=True)
+        grad = torch.softmax(logits, dim=-1)  # one pass; it is also the gradient's main term
         keep = (target != ignore_index).unsqueeze(1)
         gold = logits.gather(1, target.unsqueeze(1))
+        p_gold = grad.gather(1, target.unsqueeze(1))
+        # log-sum-exp from the gold token: lse = x_gold - log p_gold, exact where p_gold has not underflowed
+        lse = gold - torch.log(p_gold)
+        tiny = p_gold < 1e-30
+        if tiny.any():
+            rows = tiny.squeeze(1).nonzero().squeeze(1)
+            lse[rows] = torch.logsumexp(logits[rows], dim=-1, keepdim=True)
         nll = lse - gold
         if smoothing > 0:
             uniform = lse - logits.mean(dim=-1, keepdim=True)
             nll = (1 - smoothing) * nll + smoothing * uniform
         loss = nll.masked_fill(~keep, 0).sum()
-        grad = (logits - lse).exp_()  # softmax
         if smoothing > 0:
             grad.sub_(smoothing / grad.size(1))
         grad.scatter_add_(1, target.unsqueeze(1), torch.full_like(gold, -(1 - smoothing)))

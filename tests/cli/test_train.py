@@ -1,6 +1,7 @@
 """nmtkit train end to end, and its option errors."""
 import json
 
+import torch
 import yaml
 
 from nmtkit.cli.train import ALL_OPTIONS  # noqa: F401  (re-exported for the trainer tests)
@@ -62,3 +63,10 @@ def test_option_errors(corpus_dir, tmp_path):
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
     r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent], ok=False)
     assert "already holds a run; use --resume" in r.stderr
+
+
+def test_mixed_precision_trains_on_the_cpu(corpus_dir, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "amp", *TINY_MODEL, "--amp", "--max-steps", 4,
+             "--valid-every", 4, "--log-every", 2])
+    assert "validation at step 4" in r.stderr
+    assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["output.weight"].dtype == torch.float32

@@ -18,3 +18,12 @@ def test_matches_pytorch_cross_entropy_value_and_gradient(smoothing):
     assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
     assert torch.allclose(g_ours, g_ref, atol=1e-6)
     assert (g_ours[0, 3:] == 0).all()
+
+
+def test_exact_when_the_gold_probability_underflows():
+    x = torch.zeros(3, 6, requires_grad=True)
+    logits = x + torch.tensor([0.0, 0, 0, 0, 0, 200.0])  # p(gold = 0) = e^-200 underflows in float32
+    y = torch.tensor([0, 5, 2])
+    ours = cross_entropy(logits, y, ignore_index=-1)
+    ref = F.cross_entropy(logits, y, reduction="sum")
+    assert torch.isfinite(ours) and ours.item() == pytest.approx(ref.item(), rel=1e-5)

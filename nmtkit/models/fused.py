@@ -1,0 +1,199 @@
+"""RNNSearch's recurrences as autograd functions with hand-written backward passes through time.
+
+Autograd over per-step operations spends its time on bookkeeping rather than arithmetic:
+the weight gradient as two small matrix products per step and weight, an accumulation
+into the full-size input gradient at every step, dozens of tiny graph nodes per step. Here
+the forward passes write every step into preallocated buffers, the backward passes keep
+only what must be sequential in the loop, and every weight gradient is one large matrix
+product at the end.
+
+GRUs use the cuDNN/PyTorch layout, gates in (r, z, n) order:
+
+    r, z = sigmoid(gi_rz + gh_rz),  n = tanh(gi_n + r gh_n),  h' = (1 - z) n + z h
+
+with ``gi`` the input and ``gh`` the recurrent gate pre-activations (biases included).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+from torch.nn import functional as F
+
+_softmax_backward = torch._softmax_backward_data
+_sigmoid_backward = torch.ops.aten.sigmoid_backward.grad_input  # grad y (1 - y), into grad_input
+_tanh_backward = torch.ops.aten.tanh_backward.grad_input  # grad (1 - y^2), into grad_input
+
+
+def _gru_update(gi: torch.Tensor, gh: torch.Tensor, h: torch.Tensor, rz: torch.Tensor, n: torch.Tensor,
+                h_new: torch.Tensor) -> None:
+    """One GRU update into the buffers ``rz`` (gates r and z), ``n`` and ``h_new``."""
+    H = h.size(-1)
+    torch.add(gi[..., :2 * H], gh[..., :2 * H], out=rz).sigmoid_()
+    r, z = rz.chunk(2, dim=-1)
+    torch.addcmul(gi[..., 2 * H:], r, gh[..., 2 * H:], out=n).tanh_()
+    torch.lerp(n, h, z, out=h_new)  # n + z (h - n)
+
+
+def _gru_backward(dh_new: torch.Tensor, h: torch.Tensor, rz: torch.Tensor, n: torch.Tensor, gh_n: torch.Tensor,
+                  dgi: torch.Tensor, dgh: torch.Tensor) -> torch.Tensor:
+    """Backward of :func:`_gru_update`: writes dL/dgi and dL/dgh, returns the direct part z dL/dh'."""
+    H = h.size(-1)
+    r, z = rz.chunk(2, dim=-1)
+    dgi_r, dgi_z, dgi_n = dgi.split(H, dim=-1)
+    _tanh_backward(torch.addcmul(dh_new, dh_new, z, value=-1), n, grad_input=dgi_n)
+    _sigmoid_backward(dgi_n * gh_n, r, grad_input=dgi_r)
+    _sigmoid_backward(dh_new * (h - n), z, grad_input=dgi_z)
+    dgh[..., :2 * H] = dgi[..., :2 * H]
+    torch.mul(dgi_n, r, out=dgh[..., 2 * H:])
+    return dh_new * z
+
+
+class MaskedGRU(torch.autograd.Function):
+    """GRUs over ``D`` independent sequences at once: ``h_t = m_t GRU(gi_t, h_{t-1})``, ``h_0 = 0``.
+
+    ``gi [T, D, B, 3H]``, ``mask [T, D, B, 1]`` (1 at real tokens, 0 resets the state),
+    ``hidden_w [D, 3H, H]``, ``hidden_b [D, 3H]``; returns h_1..h_T ``[T, D, B, H]``.
+    """
+
+    @staticmethod
+    def forward(ctx, gi: torch.Tensor, mask: torch.Tensor, hidden_w: torch.Tensor,
+                hidden_b: torch.Tensor) -> torch.Tensor:
+        T, D, B, H3 = gi.shape
+        states = gi.new_zeros(T + 1, D, B, H3 // 3)
+        gh = torch.empty_like(gi)
+        rz = gi.new_empty(T, D, B, 2 * H3 // 3)
+        n = torch.empty_like(states[1:])
+        for t in range(T):
+            torch.baddbmm(hidden_b.unsqueeze(1), states[t], hidden_w.transpose(1, 2), out=gh[t])
+            _gru_update(gi[t], gh[t], states[t], rz[t], n[t], states[t + 1])
+            states[t + 1].mul_(mask[t])
+        ctx.save_for_backward(mask, hidden_w, states, gh, rz, n)
+        return states[1:]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_states: torch.Tensor):
+        mask, hidden_w, states, gh, rz, n = ctx.saved_tensors
+        T, D, B, H = n.shape
+        d_gi, d_gh = torch.empty_like(gh), torch.empty_like(gh)
+        dh = d_states.new_zeros(D, B, H)
+        for t in reversed(range(T)):
+            dh = (dh + d_states[t]) * mask[t]
+            dh = _gru_backward(dh, states[t], rz[t], n[t], gh[t, ..., 2 * H:], d_gi[t], d_gh[t])
+            dh = torch.baddbmm(dh, d_gh[t], hidden_w)
+        flat_dgh = d_gh.transpose(0, 1).reshape(D, T * B, 3 * H)
+        d_hidden_w = torch.bmm(flat_dgh.transpose(1, 2), states[:-1].transpose(0, 1).reshape(D, T * B, H))
+        return d_gi, None, d_hidden_w, flat_dgh.sum(1)
+
+
+def _in_float32(function, *args):
+    """Apply an autograd function outside autocast, floating inputs in float32 (the hand-written
+    passes assume one dtype; under --amp the matrix products around them still run in half precision)."""
+    with torch.autocast(args[0].device.type, enabled=False):
+        return function.apply(*(a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args))
+
+
+def bigru(x: torch.Tensor, mask: torch.Tensor, rnn: nn.GRU) -> torch.Tensor:
+    """``rnn`` (one bidirectional GRU layer) over ``x [B, S, E]``: ``[B, S, 2H]``, zeros at padding.
+
+    The same as running ``rnn`` over the packed sequences; the backward direction starts
+    at each sentence's last token because the mask keeps its state at zero until then.
+    """
+    x = x.transpose(0, 1)
+    gi = torch.stack([F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0),  # backward direction in reverse order:
+                      F.linear(x, rnn.weight_ih_l0_reverse, rnn.bias_ih_l0_reverse).flip(0)], dim=1)
+    m = mask.t().unsqueeze(-1).to(x.dtype)
+    out = _in_float32(MaskedGRU, gi, torch.stack([m, m.flip(0)], dim=1),
+                      torch.stack([rnn.weight_hh_l0, rnn.weight_hh_l0_reverse]),
+                      torch.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse]))
+    return torch.cat([out[:, 0].transpose(0, 1), out[:, 1].flip(0).transpose(0, 1)], dim=-1)
+
+
+class AttentiveGRU(torch.autograd.Function):
+    """All decoder steps of RNNSearch, time-major: see :func:`attentive_gru`.
+
+    The attention energies use tanh(x) = 2 sigmoid(2x) - 1 (sigmoid is several times faster
+    than tanh on CPU), and drop the constant -sum(v) this adds to every score, to which the
+    softmax is invariant: e_ij + sum(v) = v^T (2 sigmoid(2 (W s_{i-1} + U h_j))). The
+    backward pass recomputes the sigmoids rather than keep T copies of ``[B, S, A]``.
+    """
+
+    @staticmethod
+    def forward(ctx, gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
+                mask: torch.Tensor, hidden_w: torch.Tensor, hidden_b: torch.Tensor, ctx_w: torch.Tensor,
+                v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        T, B, H3 = gi_emb.shape
+        S, A = keys.size(1), keys.size(2)
+        states = s0.new_empty(T + 1, B, H3 // 3)  # s_0 .. s_T
+        states[0] = s0
+        proj = s0.new_empty(T, B, H3 + A)  # [gate products; W s_{i-1}] of every step
+        alphas = keys.new_empty(B, T, S)
+        contexts = memory.new_empty(T, B, memory.size(2))
+        rz = s0.new_empty(T, B, 2 * H3 // 3)
+        n = torch.empty_like(states[1:])
+        keys2 = keys * 2
+        sig = torch.empty_like(keys)  # sigmoid(2 (W s_{i-1} + U h_j)) of one step
+        pad = torch.zeros(B * S, dtype=keys.dtype).masked_fill_(~mask.view(-1), float("-inf"))
+        for i in range(T):
+            torch.addmm(hidden_b, states[i], hidden_w.t(), out=proj[i])
+            gh, q = proj[i].split([H3, A], dim=-1)
+            torch.add(keys2, q.unsqueeze(1), alpha=2, out=sig).sigmoid_()
+            scores = torch.addmv(pad, sig.view(B * S, A), 2 * v.view(A)).view(B, S)  # e_ij + sum(v); -inf at padding
+            alphas[:, i] = torch.softmax(scores, dim=-1)  # Eq. 4
+            torch.bmm(alphas[:, i].unsqueeze(1), memory, out=contexts[i].unsqueeze(1))  # c_i, Eq. 5
+            gi = torch.addmm(gi_emb[i], contexts[i], ctx_w.t())  # [E y_{i-1}; c_i] -> gates
+            _gru_update(gi, gh, states[i], rz[i], n[i], states[i + 1])
+        ctx.save_for_backward(states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v)
+        return states[1:], contexts, alphas
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_states: torch.Tensor, d_contexts: torch.Tensor, d_alphas: torch.Tensor):
+        states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v = ctx.saved_tensors
+        T, B, H = n.shape
+        S, A = keys2.size(1), keys2.size(2)
+        d_proj = torch.empty_like(proj)
+        d_gi = proj.new_empty(T, B, 3 * H)
+        d_ctx = torch.empty_like(contexts)
+        d_keys = torch.zeros_like(keys2)  # sum_i de_ij sigmoid'(.), times 4 v at the end
+        d_v = keys2.new_zeros(A)  # sum_i de_ij sigmoid(.), times 2 at the end
+        de_sum = keys2.new_zeros(B, S)  # sum_i de_ij, for the -sum(v) term of e_ij
+        sig, dsig = torch.empty_like(keys2), torch.empty_like(keys2)
+        v4 = 4 * v.view(A)
+        ds = d_states.new_zeros(B, H)
+        for i in reversed(range(T)):
+            ds = _gru_backward(ds + d_states[i], states[i], rz[i], n[i], proj[i, :, 2 * H:3 * H], d_gi[i],
+                               d_proj[i, :, :3 * H])
+            # c_i = sum_j alpha_ij h_j enters the gates
+            dc = torch.addmm(d_contexts[i], d_gi[i], ctx_w, out=d_ctx[i])
+            dalpha = torch.baddbmm(d_alphas[:, i].unsqueeze(1), dc.unsqueeze(1), memory.transpose(1, 2)).squeeze(1)
+            de = _softmax_backward(dalpha, alphas[:, i], -1, dalpha.dtype)  # dL/de_ij
+            de_sum += de
+            torch.add(keys2, proj[i, :, 3 * H:].unsqueeze(1), alpha=2, out=sig).sigmoid_()
+            d_v.addmv_(sig.view(B * S, A).t(), de.view(-1))
+            torch.addcmul(sig, sig, sig, value=-1, out=dsig)  # sigmoid' = y (1 - y)
+            d_keys.addcmul_(de.unsqueeze(-1), dsig)
+            torch.mul(torch.bmm(de.unsqueeze(1), dsig).squeeze(1), v4, out=d_proj[i, :, 3 * H:])
+            # s_{i-1} enters the update, the gate products and the attention query
+            ds = torch.addmm(ds, d_proj[i], hidden_w)
+        flat_dp = d_proj.view(T * B, -1)
+        d_hidden_w = flat_dp.t() @ states[:-1].reshape(T * B, H)
+        d_ctx_w = d_gi.view(T * B, -1).t() @ contexts.view(T * B, -1)
+        d_memory = torch.bmm(alphas.transpose(1, 2), d_ctx.transpose(0, 1))
+        d_v = (2 * d_v - de_sum.sum()).view_as(v)
+        return d_gi, ds, d_keys.mul_(v4), d_memory, None, d_hidden_w, flat_dp.sum(0), d_ctx_w, d_v
+
+
+def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
+                  mask: torch.Tensor, hidden_w: torch.Tensor, hidden_b: torch.Tensor, ctx_w: torch.Tensor,
+                  v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Run the RNNSearch decoder over all target steps.
+
+    ``gi_emb [T, B, 3H]`` is the embedding part of the GRU gates, ``s0 [B, H]`` the initial
+    state, ``keys [B, S, A]`` U h_j, ``memory [B, S, C]`` h_j, ``mask [B, S]`` True at real
+    tokens; ``hidden_w [3H + A, H]`` / ``hidden_b`` map s_{i-1} to the recurrent gate products
+    and W s_{i-1}, ``ctx_w [3H, C]`` maps c_i to the gates, ``v [1, A]`` scores the attention.
+    Returns the states s_1..s_T ``[T, B, H]``, contexts ``[T, B, C]`` and weights ``[B, T, S]``.
+    """
+    return _in_float32(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v)
