@@ -88,7 +88,8 @@ class RNNSearch(Seq2Seq):
         memory = bigru(self.dropout(self.src_emb(src)), mask, self.encoder.rnn)  # = self.encoder(...), faster
         mean = memory.sum(1) / src_lens.unsqueeze(1).to(memory.dtype)
         s0 = torch.tanh(self.init_state(mean))  # s_0 = tanh(W_s mean_j h_j)
-        return DecoderState({"memory": memory, "keys": self.attention.keys(memory), "mask": mask, "hidden": s0})
+        return DecoderState({"memory": memory, "keys": self.attention.keys(memory), "mask": mask, "hidden": s0},
+                            static=("memory", "keys", "mask"))
 
     # -- decoder ---------------------------------------------------------------------
     def _step(self, gi_emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
