@@ -15,6 +15,8 @@ with ``gi`` the input and ``gh`` the recurrent gate pre-activations (biases incl
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
@@ -87,11 +89,14 @@ class MaskedGRU(torch.autograd.Function):
         return d_gi, None, d_hidden_w, flat_dgh.sum(1)
 
 
-def _in_float32(function, *args):
-    """Apply an autograd function outside autocast, floating inputs in float32 (the hand-written
-    passes assume one dtype; under --amp the matrix products around them still run in half precision)."""
+def _in_one_dtype(function, *args):
+    """Apply an autograd function outside autocast, floating inputs promoted to one dtype (the
+    hand-written passes assume one; under --amp that is float32 while the matrix products around
+    them still run in half precision)."""
+    is_float = [torch.is_tensor(a) and a.is_floating_point() for a in args]
+    dtype = functools.reduce(torch.promote_types, [a.dtype for a, f in zip(args, is_float) if f])
     with torch.autocast(args[0].device.type, enabled=False):
-        return function.apply(*(a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args))
+        return function.apply(*(a.to(dtype) if f else a for a, f in zip(args, is_float)))
 
 
 def bigru(x: torch.Tensor, mask: torch.Tensor, rnn: nn.GRU) -> torch.Tensor:
@@ -104,9 +109,9 @@ def bigru(x: torch.Tensor, mask: torch.Tensor, rnn: nn.GRU) -> torch.Tensor:
     gi = torch.stack([F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0),  # backward direction in reverse order:
                       F.linear(x, rnn.weight_ih_l0_reverse, rnn.bias_ih_l0_reverse).flip(0)], dim=1)
     m = mask.t().unsqueeze(-1).to(x.dtype)
-    out = _in_float32(MaskedGRU, gi, torch.stack([m, m.flip(0)], dim=1),
-                      torch.stack([rnn.weight_hh_l0, rnn.weight_hh_l0_reverse]),
-                      torch.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse]))
+    out = _in_one_dtype(MaskedGRU, gi, torch.stack([m, m.flip(0)], dim=1),
+                        torch.stack([rnn.weight_hh_l0, rnn.weight_hh_l0_reverse]),
+                        torch.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse]))
     return torch.cat([out[:, 0].transpose(0, 1), out[:, 1].flip(0).transpose(0, 1)], dim=-1)
 
 
@@ -134,7 +139,7 @@ class AttentiveGRU(torch.autograd.Function):
         n = torch.empty_like(states[1:])
         keys2 = keys * 2
         sig = torch.empty_like(keys)  # sigmoid(2 (W s_{i-1} + U h_j)) of one step
-        pad = torch.zeros(B * S, dtype=keys.dtype).masked_fill_(~mask.view(-1), float("-inf"))
+        pad = keys.new_zeros(B * S).masked_fill_(~mask.view(-1), float("-inf"))
         for i in range(T):
             torch.addmm(hidden_b, states[i], hidden_w.t(), out=proj[i])
             gh, q = proj[i].split([H3, A], dim=-1)
@@ -159,7 +164,7 @@ class AttentiveGRU(torch.autograd.Function):
         d_keys = torch.zeros_like(keys2)  # sum_i de_ij sigmoid'(.), times 4 v at the end
         d_v = keys2.new_zeros(A)  # sum_i de_ij sigmoid(.), times 2 at the end
         de_sum = keys2.new_zeros(B, S)  # sum_i de_ij, for the -sum(v) term of e_ij
-        sig, dsig = torch.empty_like(keys2), torch.empty_like(keys2)
+        sig = torch.empty_like(keys2)
         v4 = 4 * v.view(A)
         ds = d_states.new_zeros(B, H)
         for i in reversed(range(T)):
@@ -172,9 +177,9 @@ class AttentiveGRU(torch.autograd.Function):
             de_sum += de
             torch.add(keys2, proj[i, :, 3 * H:].unsqueeze(1), alpha=2, out=sig).sigmoid_()
             d_v.addmv_(sig.view(B * S, A).t(), de.view(-1))
-            torch.addcmul(sig, sig, sig, value=-1, out=dsig)  # sigmoid' = y (1 - y)
-            d_keys.addcmul_(de.unsqueeze(-1), dsig)
-            torch.mul(torch.bmm(de.unsqueeze(1), dsig).squeeze(1), v4, out=d_proj[i, :, 3 * H:])
+            torch.addcmul(sig, sig, sig, value=-1, out=sig)  # sigmoid' = y (1 - y)
+            d_keys.addcmul_(de.unsqueeze(-1), sig)
+            torch.mul(torch.bmm(de.unsqueeze(1), sig).squeeze(1), v4, out=d_proj[i, :, 3 * H:])
             # s_{i-1} enters the update, the gate products and the attention query
             ds = torch.addmm(ds, d_proj[i], hidden_w)
         flat_dp = d_proj.view(T * B, -1)
@@ -196,4 +201,4 @@ def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, me
     and W s_{i-1}, ``ctx_w [3H, C]`` maps c_i to the gates, ``v [1, A]`` scores the attention.
     Returns the states s_1..s_T ``[T, B, H]``, contexts ``[T, B, C]`` and weights ``[B, T, S]``.
     """
-    return _in_float32(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v)
+    return _in_one_dtype(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v)
