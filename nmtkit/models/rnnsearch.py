@@ -21,7 +21,7 @@ from nmtkit.config import Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
 from nmtkit.models.attention import MLPAttention
-from nmtkit.models.encoder import BiRNNEncoder
+from nmtkit.models.encoder import RNNEncoder
 from nmtkit.models.fused import attentive_gru, bigru
 from nmtkit.models.registry import register_model
 from nmtkit.models.seq2seq import Attention, Seq2Seq
@@ -29,8 +29,8 @@ from nmtkit.models.state import DecoderState
 
 RNN_OPTIONS = [
     Option("emb_size", 256, "word embedding size (source and target)"),
-    Option("enc_size", 256, "encoder GRU size per direction"),
-    Option("dec_size", 512, "decoder GRU size"),
+    Option("enc_size", 256, "encoder RNN size per direction (GRU for rnnsearch, LSTM for luong)"),
+    Option("dec_size", 512, "decoder RNN size"),
     Option("att_size", 0, "attention MLP hidden size (0: the decoder size)"),
     Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)"),
     Option("dropout", 0.2, "dropout on embeddings and the deep output"),
@@ -61,7 +61,7 @@ class RNNSearch(Seq2Seq):
         self.dec_size, self.emb_size, self.att_size = dec_size, emb_size, att_size
         self.src_emb = nn.Embedding(src_vocab, emb_size, padding_idx=PAD)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
-        self.encoder = BiRNNEncoder(emb_size, enc_size)
+        self.encoder = RNNEncoder(emb_size, enc_size)
         ctx = self.encoder.output_size
         self.init_state = nn.Linear(ctx, dec_size)
         self.attention = MLPAttention(dec_size, ctx, att_size, project_query=False)

@@ -5,6 +5,7 @@ import torch
 import yaml
 
 from nmtkit.cli.train import ALL_OPTIONS  # noqa: F401  (re-exported for the trainer tests)
+from nmtkit.search.attention_file import AttentionFile
 from nmtkit.train.checkpoint import load_checkpoint
 from tests.conftest import TINY_MODEL, run
 
@@ -70,3 +71,18 @@ def test_mixed_precision_trains_on_the_cpu(corpus_dir, tmp_path):
              "--valid-every", 4, "--log-every", 2])
     assert "validation at step 4" in r.stderr
     assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["output.weight"].dtype == torch.float32
+
+
+def test_luong_local_p_trains_and_translates_with_attention(corpus_dir, tmp_path):
+    save = tmp_path / "luong"
+    run(["train", "--data", corpus_dir, "--save-dir", save, "--arch", "luong", "--emb-size", 16, "--enc-size", 16,
+         "--dec-size", 24, "--layers", 2, "--attention", "local-p", "--attention-window", 2, "--dropout", 0.0,
+         "--max-steps", 30, "--valid-every", 30, "--batch-size", 32, "--lr", 0.005])
+    assert load_checkpoint(save / "last.pt")["config"]["attention"] == "local-p"
+    r = run(["translate", "-m", save / "last.pt", "--beam", 3, "--attention-out", tmp_path / "a.h5"],
+            input="forty-two\n\nseven hundred one\n")
+    assert len(r.stdout.split("\n")) == 4 and r.stdout.split("\n")[1] == ""
+    with AttentionFile(tmp_path / "a.h5") as f:
+        weights = torch.as_tensor(f[2]["attention"]["source"])
+        # local-p: the window's softmax times the Gaussian (Eq. 10), so each row sums to at most 1
+        assert weights.shape[1] == 4 and (weights >= 0).all() and (weights.sum(1) <= 1 + 1e-5).all()

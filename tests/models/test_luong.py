@@ -1,0 +1,94 @@
+"""luong: teacher forcing equals step-by-step decoding for every variant; input feeding; causality."""
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.models import build_model, get_spec
+from nmtkit.models.luong import Luong
+
+V_SRC, V_TGT = 40, 30
+BASE = dict(arch="luong", emb_size=16, enc_size=12, dec_size=24, layers=2, encoder_type="brnn", attention="global",
+            global_attention="general", attention_window=2, location_max_len=20, input_feed=True, dropout=0.0,
+            tie_embeddings=False, param_init=0.3)
+VARIANTS = [dict(global_attention=s) for s in ("dot", "general", "concat", "location")] + [
+    dict(attention="local-m"), dict(attention="local-p"), dict(input_feed=False),
+    dict(input_feed=False, attention="local-p"), dict(encoder_type="rnn", enc_size=24, layers=1)]
+
+
+def model(**over):
+    torch.manual_seed(0)
+    return build_model({**BASE, **over}, V_SRC, V_TGT).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    src = [torch.randint(4, V_SRC, (n,), generator=g).tolist() for n in (5, 2, 7)]
+    tgt = [torch.randint(4, V_TGT, (n,), generator=g).tolist() for n in (4, 6, 1)]
+    return make_batch(src, tgt)
+
+
+@pytest.mark.parametrize("over", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_teacher_forced_forward_equals_step_by_step_decoding(over):
+    m, b = model(**over), batch()
+    with torch.no_grad():
+        logits, att = m(b)
+        state = m.encode(b.src, b.src_lens)
+        lps, weights = [], []
+        for t in range(b.tgt_in.size(1)):
+            lp, state, a = m.decode_step(b.tgt_in[:, t], state)
+            lps.append(lp)
+            weights.append(a["source"])
+    mask = b.tgt_out != 0
+    assert torch.allclose(torch.log_softmax(logits, -1)[mask], torch.stack(lps, 1)[mask], atol=1e-5)
+    assert torch.allclose(att["source"], torch.stack(weights, 1), atol=1e-6)
+    w = att["source"]
+    for i, n in enumerate(b.src_lens.tolist()):
+        assert (w[i, :, n:] == 0).all()
+    if over.get("attention", "global") != "local-p":  # local-p weights carry the Gaussian factor
+        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-5)
+
+
+def test_input_feeding_widens_the_decoder_input():
+    assert model(input_feed=True).decoder.input_size == 16 + 24
+    assert model(input_feed=False).decoder.input_size == 16
+
+
+def test_input_feeding_carries_the_attentional_vector():
+    m, b = model(), batch()
+    with torch.no_grad():
+        state = m.encode(b.src, b.src_lens)
+        _, s1, _ = m.decode_step(b.tgt_in[:, 0], state)
+        _, a, _ = m.decode_step(b.tgt_in[:, 1], s1)
+        _, c, _ = m.decode_step(b.tgt_in[:, 1], s1.replace(feed=torch.zeros_like(s1["feed"])))
+    assert not torch.allclose(a["h"], c["h"])
+    assert (s1["feed"] != 0).any()
+
+
+@pytest.mark.parametrize("over", [{}, {"input_feed": False}])
+def test_causal(over):
+    m, b = model(**over), batch()
+    changed = b.tgt_in.clone()
+    changed[:, 3:] = 5
+    with torch.no_grad():
+        l1, _ = m(b)
+        l2, _ = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+    assert torch.allclose(l1[:, :3], l2[:, :3], atol=1e-6)
+
+
+def test_attention_reads_the_new_state():
+    """Luong attends from h_t after the step: the token fed at step t changes a_t (unlike RNNSearch)."""
+    m, b = model(), batch()
+    changed = b.tgt_in.clone()
+    changed[:, 2] = (changed[:, 2] + 1) % (V_TGT - 4) + 4
+    with torch.no_grad():
+        _, a1 = m(b)
+        _, a2 = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+    assert torch.equal(a1["source"][:, :2], a2["source"][:, :2])
+    assert (a1["source"][:, 2] - a2["source"][:, 2]).abs().max() > 1e-4
+
+
+def test_options_are_registered_with_paper_names():
+    names = {o.name for o in get_spec("luong").options}
+    assert {"global_attention", "input_feed", "attention", "attention_window", "layers"} <= names
+    with pytest.raises(ValueError, match="tie_embeddings"):
+        Luong(10, 10, emb_size=8, dec_size=16, tie_embeddings=True)
