@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# luong variants and replace-unk on LibreOffice en-de with word-level vocabularies (issue 3's benchmark).
+# Usage: bench/luong_lo_ende.sh [VARIANT ...]   (default: general-feed general-nofeed local-p)
+#   Text is tokenised with sacrebleu's 13a tokenizer, vocabularies are the 10,000 most frequent
+#   words per side (so <unk> occurs), and the replace-unk dictionary comes from `nmtkit align`.
+#   Every variant trains for the same number of updates (STEPS), then translates test with beam 5
+#   and --attention-out; BLEU/chrF are printed before and after replace-unk (sacrebleu 13a
+#   against the raw test.de).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+shared=${SHARED:-$here/../../shared}
+runs=${RUNS:-$here/runs}/luong
+steps=${STEPS:-1500}
+data=$shared/data/lo-ende
+variants=("$@")
+[ ${#variants[@]} -eq 0 ] && variants=(general-feed general-nofeed local-p)
+export OMP_NUM_THREADS=2
+mkdir -p "$runs/tok"
+
+if [ ! -f "$runs/corpus/manifest.json" ]; then
+  for f in train dev test; do
+    for l in en de; do
+      python -c "
+import sys
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+tok = Tokenizer13a()
+for line in sys.stdin:
+    print(tok(line.rstrip('\n')))" < "$data/$f.$l" > "$runs/tok/$f.$l"
+    done
+  done
+  nmtkit preprocess --train "$runs/tok/train" --valid "$runs/tok/dev" --test "$runs/tok/test" --src en --tgt de \
+    --vocab word:10000 --max-len 50 -o "$runs/corpus" --overwrite
+fi
+[ -f "$runs/lex.tsv" ] || nmtkit align --src "$runs/tok/train.en" --tgt "$runs/tok/train.de" -o "$runs/lex.tsv"
+
+common=(--arch luong --emb-size 256 --enc-size 256 --dec-size 512 --layers 2 --encoder-type brnn --dropout 0.2
+        --batch-size 64 --optimizer adam --lr 0.001 --clip-norm 1.0 --threads 2 --seed 1 --attention-window 10
+        --max-steps "$steps" --log-every 100 --valid-every 500 --valid-max-sentences 300 --patience 0)
+for v in "${variants[@]}"; do
+  case $v in
+    general-feed)   opts=(--attention global --global-attention general --input-feed) ;;
+    general-nofeed) opts=(--attention global --global-attention general --no-input-feed) ;;
+    local-p)        opts=(--attention local-p --global-attention general --input-feed) ;;
+    *) echo "unknown variant $v" >&2; exit 2 ;;
+  esac
+  out=$runs/$v
+  rm -rf "$out"
+  start=$(date +%s)
+  nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" 2> "$runs/$v.log"
+  minutes=$(( ($(date +%s) - start) / 60 ))
+  nmtkit translate -m "$out/last.pt" --beam 5 --batch-size 32 --threads 2 -i "$runs/tok/test.en" -o "$out/test.de" \
+    --attention-out "$out/test.att.h5" 2>> "$runs/$v.log"
+  nmtkit replace-unk --src "$runs/tok/test.en" --attention "$out/test.att.h5" --dict "$runs/lex.tsv" \
+    -i "$out/test.de" -o "$out/test.unk.de" 2>> "$runs/$v.log"
+  echo "== $v: $steps updates in $minutes min; $(grep -o 'replaced .*' "$runs/$v.log" | tail -1)"
+  for h in test.de test.unk.de; do
+    printf '%-12s BLEU %s  chrF %s\n' "$h" \
+      "$(nmtkit score --metric bleu -r "$data/test.de" -i "$out/$h" --score-only)" \
+      "$(nmtkit score --metric chrf -r "$data/test.de" -i "$out/$h" --score-only)"
+  done
+done

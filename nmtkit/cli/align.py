@@ -1,0 +1,55 @@
+"""nmtkit align: a word translation table t(target | source) from a parallel corpus."""
+from __future__ import annotations
+
+import click
+
+from nmtkit.errors import NmtkitError
+
+
+@click.command("align")
+@click.option("--src", "src_path", required=True, type=click.Path(dir_okay=False), help="source side, one sentence per line")
+@click.option("--tgt", "tgt_path", required=True, type=click.Path(dir_okay=False), help="target side, same number of lines")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+              help="table file 'src<TAB>tgt<TAB>prob', written atomically [default: stdout]")
+@click.option("--links", "links_path", type=click.Path(dir_okay=False),
+              help="count links 'i-j' from this Pharaoh-format file (eflomal, fast_align, GIZA++) instead of running EM")
+@click.option("--iterations", default=5, show_default=True, help="EM iterations")
+@click.option("--diagonal-tension", default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")
+@click.option("--null-prob", default=0.08, show_default=True, help="probability of aligning to NULL (fast_align's p0)")
+@click.option("--min-prob", default=0.01, show_default=True, help="leave out entries with t below this")
+def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_tension, null_prob, min_prob):
+    """Learn a lexical translation table for replace-unk.
+
+    Words are whitespace-separated tokens, as in word-level vocabularies. The model is
+    fast_align's IBM Model 2 with a diagonal prior, trained by EM; with --links the table is
+    the relative frequency of linked word pairs in existing alignments instead.
+
+    \b
+    nmtkit align --src train.en --tgt train.de -o lex.tsv
+    nmtkit align --src train.en --tgt train.de --links train.links -o lex.tsv
+    """
+    from nmtkit.data.text import check_parallel, check_readable, count_lines, iter_lines, open_output
+    from nmtkit.progress import log, progress
+    from nmtkit.tools.aligner import count_links, index_corpus, table_entries, train_ibm2
+    from nmtkit.tools.lexicon import write_table
+
+    if iterations < 1 or not 0 <= null_prob < 1 or diagonal_tension < 0:
+        raise NmtkitError("--iterations must be >= 1, --null-prob in [0, 1) and --diagonal-tension >= 0", exit_code=2)
+    lines = check_parallel(src_path, tgt_path)
+    pairs = ((s.split(), t.split()) for s, t in zip(iter_lines(src_path), iter_lines(tgt_path)))
+    if links_path:
+        n = count_lines(check_readable(links_path, allow_empty=True))
+        if n != lines:
+            raise NmtkitError(f"{links_path} has {n} lines but {src_path} has {lines}")
+        table = count_links(((s, t, l) for (s, t), l in zip(pairs, iter_lines(links_path))), str(links_path))
+        entries = sorted(((s, t, p) for (s, t), p in table.items() if p >= min_prob), key=lambda e: (e[0], -e[2]))
+    else:
+        corpus = index_corpus(pairs)
+        log(f"{lines:,} sentence pairs, {len(corpus.src_words):,} source and {len(corpus.tgt_words):,} target words")
+        with progress() as bar:
+            task = bar.add_task("EM", total=iterations * len(corpus.chunks), info="")
+            table, t = train_ibm2(corpus, iterations, diagonal_tension, null_prob, on_step=lambda: bar.advance(task))
+        entries = table_entries(corpus, table, t, min_prob)
+    with open_output(output_path) as out:
+        n = write_table(out, entries)
+    log(f"wrote {n:,} entries" + (f" to {output_path}" if output_path else ""))

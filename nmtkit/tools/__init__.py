@@ -1,0 +1,1 @@
+"""Post-processing and analysis on top of search output: replace-unk and its lexicon."""

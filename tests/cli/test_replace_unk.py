@@ -1,0 +1,69 @@
+"""nmtkit align and replace-unk end to end."""
+import numpy as np
+
+from nmtkit.search.attention_file import AttentionWriter
+from tests.conftest import run
+from tests.tools.test_aligner import planted_corpus
+
+
+def test_align_learns_a_table_and_replace_unk_uses_it(tmp_path):
+    pairs = planted_corpus(n=300, words=20)
+    (tmp_path / "train.src").write_text("".join(" ".join(s) + "\n" for s, _ in pairs))
+    (tmp_path / "train.tgt").write_text("".join(" ".join(t) + "\n" for _, t in pairs))
+    r = run(["align", "--src", tmp_path / "train.src", "--tgt", tmp_path / "train.tgt", "-o", tmp_path / "lex.tsv"])
+    assert "300 sentence pairs, 20 source and 21 target words" in r.stderr
+    best = {}
+    for line in (tmp_path / "lex.tsv").read_text().splitlines():
+        s, t, p = line.split("\t")
+        best.setdefault(s, t)
+    assert best["s7"] == "t7" and len(best) == 20
+
+    w = AttentionWriter(tmp_path / "a.h5")
+    w.add(0, ["s7", "<unk>", "</s>"], ["<unk>", "<unk>", "</s>"],
+          {"source": np.array([[.9, .1, 0], [.2, .7, .1], [0, 0, 1]])})
+    w.close()
+    (tmp_path / "src").write_text("s7 Zebra\n")
+    r = run(["replace-unk", "--src", tmp_path / "src", "--attention", tmp_path / "a.h5", "--dict", tmp_path / "lex.tsv"],
+            input="<unk> <unk>\n")
+    assert r.stdout == "t7 Zebra\n"
+    assert "replaced 2 <unk> in 1 lines: 1 from the dictionary, 1 copied" in r.stderr
+
+
+def test_translate_output_passes_the_consistency_checks(trained_ckpt, tmp_path):
+    (tmp_path / "src").write_text("forty-two\n\nseven hundred\n")
+    run(["translate", "-m", trained_ckpt, "-i", tmp_path / "src", "-o", tmp_path / "hyp",
+         "--attention-out", tmp_path / "a.h5"])
+    r = run(["replace-unk", "--src", tmp_path / "src", "--attention", tmp_path / "a.h5", "-i", tmp_path / "hyp",
+             "-o", tmp_path / "out"])
+    assert (tmp_path / "out").read_text() == (tmp_path / "hyp").read_text().replace("<unk>", "forty-two")
+
+
+def test_errors(tmp_path):
+    (tmp_path / "s").write_text("a\n")
+    (tmp_path / "t").write_text("x\ny\n")
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t"], ok=False)
+    assert "s has 1 lines but" in r.stderr and r.exit_code == 1
+    (tmp_path / "t").write_text("x\n")
+    (tmp_path / "l").write_text("0-0\n0-1\n")
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"], ok=False)
+    assert "l has 2 lines but" in r.stderr
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--null-prob", 1], ok=False)
+    assert "--null-prob in [0, 1)" in r.stderr and r.exit_code == 2
+    r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "t"], input="x\n", ok=False)
+    assert "not an nmtkit attention file" in r.stderr
+    r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "missing.h5"], ok=False)
+    assert "missing.h5: no such file" in r.stderr
+    w = AttentionWriter(tmp_path / "a.h5")
+    w.add(0, ["a", "</s>"], ["x", "</s>"], {"source": np.ones((2, 2)) / 2})
+    w.close()
+    r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "a.h5", "-o", tmp_path / "o"],
+            input="x\ny\n", ok=False)
+    assert "<stdin> has more lines than the 1 sentences" in r.stderr and not (tmp_path / "o").exists()
+
+
+def test_links_give_a_table(tmp_path):
+    (tmp_path / "s").write_text("a b\na\n")
+    (tmp_path / "t").write_text("x y\nz\n")
+    (tmp_path / "l").write_text("0-0 1-1\n0-0\n")
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"])
+    assert r.stdout == "a\tx\t0.5\na\tz\t0.5\nb\ty\t1\n"

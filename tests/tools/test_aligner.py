@@ -1,0 +1,77 @@
+"""The IBM Model 2 aligner and link counting."""
+import random
+
+import numpy as np
+import pytest
+
+from nmtkit.errors import NmtkitError
+from nmtkit.tools.aligner import chunk_links, count_links, index_corpus, table_entries, train_ibm2
+
+
+def planted_corpus(n=600, words=40, seed=3):
+    """Source words s_k translate to t_k; targets swap neighbours and gain a filler word 'the'."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        src = [f"s{rng.randrange(words)}" for _ in range(rng.randint(3, 9))]
+        tgt = ["t" + w[1:] for w in src]
+        for k in range(len(tgt) - 1):
+            if rng.random() < 0.2:
+                tgt[k], tgt[k + 1] = tgt[k + 1], tgt[k]
+        if rng.random() < 0.5:
+            tgt.insert(rng.randrange(len(tgt) + 1), "the")
+        pairs.append((src, tgt))
+    return pairs
+
+
+@pytest.mark.parametrize("chunk", [2_000_000, 500])  # one chunk, and many
+def test_recovers_a_planted_word_mapping(chunk):
+    corpus = index_corpus(planted_corpus(), chunk_links=chunk)
+    assert (len(corpus.chunks) > 1) == (chunk == 500)
+    table, t = train_ibm2(corpus, iterations=5)
+    best = {}
+    for src, tgt, p in table_entries(corpus, table, t, min_prob=0.0):
+        best.setdefault(src, (tgt, p))  # entries come best first per source word
+    assert len(best) == 40
+    assert all(tgt == "t" + src[1:] and p > 0.5 for src, (tgt, p) in best.items())
+
+
+def test_translation_probabilities_sum_to_one_per_source_word():
+    corpus = index_corpus(planted_corpus(n=100))
+    table, t = train_ibm2(corpus, iterations=2)
+    sums = np.bincount(table.src, weights=t)
+    assert np.allclose(sums[sums > 0], 1.0)
+
+
+def test_diagonal_prior_sums_to_one_and_prefers_the_diagonal():
+    corpus = index_corpus([("a b c d".split(), "w x y z".split())])
+    links = chunk_links(corpus, corpus.chunks[0], tension=4.0, null_prob=0.1)
+    per_row = np.bincount(links.row, weights=links.prior)
+    assert np.allclose(per_row, 1.0)
+    prior = links.prior.reshape(4, 5)  # 4 target words x (4 source positions + NULL)
+    assert np.allclose(prior[:, 4], 0.1)
+    assert (prior[:, :4].argmax(1) == np.arange(4)).all()
+
+
+def test_first_iteration_without_tension_is_ibm1():
+    """λ = 0 makes the prior uniform: one EM step from uniform t gives IBM Model 1's expected counts."""
+    corpus = index_corpus([("a b".split(), "x".split()), ("a".split(), "x".split())])
+    table, t = train_ibm2(corpus, iterations=1, tension=0.0, null_prob=0.0)
+    got = {(corpus.src_words[s], corpus.tgt_words[g]): p for s, g, p in zip(table.src, table.tgt, t)
+           if s != corpus.null_id}
+    assert got == pytest.approx({("a", "x"): 1.0, ("b", "x"): 1.0})
+
+
+def test_empty_sides_are_skipped_and_nothing_to_align_is_an_error():
+    assert len(index_corpus([([], ["x"]), (["a"], ["x"])]).chunks[0][1]) == 1
+    with pytest.raises(NmtkitError, match="no sentence pair"):
+        train_ibm2(index_corpus([([], ["x"])]))
+
+
+def test_count_links():
+    table = count_links([("a b".split(), "x y".split(), "0-0 1-1"), ("a".split(), "z".split(), "0-0")], "f")
+    assert table == {("a", "x"): 0.5, ("b", "y"): 1.0, ("a", "z"): 0.5}
+    with pytest.raises(NmtkitError, match="f:1: bad link '0-5'"):
+        count_links([("a".split(), "x".split(), "0-5")], "f")
+    with pytest.raises(NmtkitError, match="f:1: bad link 'zz'"):
+        count_links([("a".split(), "x".split(), "zz")], "f")
