@@ -3,7 +3,8 @@
 # Usage: bench/rnnsearch_lo_ende.sh [speed|quality|decode|all]   (default: all)
 #   speed:   a 300-step run; training tokens/s (median of the 25-step windows after step 50), peak memory
 #   quality: 25 minutes of training (wall clock, validation included), then test BLEU/chrF, beam 5 and greedy
-#   decode:  wall time and peak memory of translating the 2,269 test sentences, greedy and beam 5, batch 32
+#   decode:  wall time and peak memory of translating the 2,269 test sentences, greedy and beam 5, batch 32,
+#            in each of PRECISIONS (default: fp32 int8 bf16)
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), MINUTES (default 25).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,12 +43,15 @@ if [[ $what == quality || $what == all ]]; then
 fi
 
 if [[ $what == decode || $what == quality || $what == all ]]; then
-  for mode in "--greedy" "--beam 5"; do
-    name=$(echo "$mode" | tr -d ' -')
-    start=$(date +%s.%N)
-    peak "$runs/decode.$name.mem" nmtkit translate -m "$runs/quality/last.pt" $mode --batch-size 32 --threads 2 \
-      -i "$data/test.en" -o "$runs/test.$name.de"
-    end=$(date +%s.%N)
-    python "$here/summarize.py" decode "$runs/test.$name.de" "$data/test.de" "$runs/decode.$name.mem" "$start" "$end" "$name"
+  for precision in ${PRECISIONS:-fp32 int8 bf16}; do
+    for mode in "--greedy" "--beam 5"; do
+      name=$(echo "$mode" | tr -d ' -').$precision
+      start=$(date +%s.%N)
+      peak "$runs/decode.$name.mem" nmtkit translate -m "$runs/quality/last.pt" $mode --batch-size 32 --threads 2 \
+        --precision "$precision" -i "$data/test.en" -o "$runs/test.$name.de" 2> "$runs/decode.$name.log"
+      end=$(date +%s.%N)
+      grep -o "translated .*" "$runs/decode.$name.log"
+      python "$here/summarize.py" decode "$runs/test.$name.de" "$data/test.de" "$runs/decode.$name.mem" "$start" "$end" "$name"
+    done
   done
 fi

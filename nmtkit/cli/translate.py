@@ -25,9 +25,11 @@ from nmtkit.errors import NmtkitError
 @click.option("--max-input-len", default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
 @click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
+              help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
 @click.option("--threads", default=0, help="CPU threads (0: PyTorch's default)")
 def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,
-            batch_size, max_input_len, attention_out, device, threads):
+            batch_size, max_input_len, attention_out, device, precision, threads):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -39,6 +41,7 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     from nmtkit.data.text import check_readable, open_output
     from nmtkit.progress import log, progress
     from nmtkit.search.attention_file import open_attention
+    from nmtkit.search.precision import for_inference
     from nmtkit.search.translator import SearchOptions, Translator
     from nmtkit.train.checkpoint import load_model
     from nmtkit.train.trainer import pick_device
@@ -51,6 +54,7 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
         torch.set_num_threads(threads)
     dev = pick_device(device)
     model, src_vocab, tgt_vocab, config = load_model(model_path, dev)
+    model, arithmetic = for_inference(model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
     name = input_path or "<stdin>"
     stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
@@ -58,7 +62,7 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     translator = Translator(model, src_vocab, tgt_vocab, opts, dev, max_input_len, attention_out=writer, name=name)
     start, lines = time.perf_counter(), 0
     try:
-        with open_output(output_path) as out, progress() as bar:
+        with open_output(output_path) as out, progress() as bar, arithmetic:
             task = bar.add_task("translating", total=None, info="")
             for result in translator.translate(stream, on_batch=lambda k: bar.advance(task, k)):
                 lines += 1

@@ -34,7 +34,10 @@ class MLPAttention(nn.Module):
                 mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context ``[B, M]`` and weights ``[B, S]`` for a query ``[B, Q]`` (or ``[B, A]`` if projected)."""
         q = self.query(query) if self.query is not None else query
-        scores = self.v(torch.tanh(keys + q.unsqueeze(1))).squeeze(-1)  # Bahdanau Eq. (A.1.2) e_ij
+        # Bahdanau Eq. (A.1.2) e_ij = v^T tanh(x) = 2 v^T σ(2x) − Σv: σ is several times faster than tanh
+        # on CPUs (nmtkit.models.activation), and the softmax ignores the constant −Σv, so it is left out.
+        hidden = (keys + q.unsqueeze(1)).mul_(2).sigmoid_()
+        scores = hidden @ (2 * self.v.weight[0])  # e_ij + Σv
         weights = masked_softmax(scores, mask)  # alpha_ij, target-target-attention.txt Eq. 4
         context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # c_i = sum_j alpha_ij h_j, Eq. 5
         return context, weights

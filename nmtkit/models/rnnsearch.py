@@ -20,6 +20,7 @@ from torch import nn
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
+from nmtkit.models.activation import tanh
 from nmtkit.models.attention import MLPAttention
 from nmtkit.models.encoder import RNNEncoder
 from nmtkit.models.fused import attentive_gru, bigru
@@ -45,7 +46,7 @@ def gru_update(gi: torch.Tensor, gh: torch.Tensor, h: torch.Tensor) -> torch.Ten
     h_r, h_z, h_n = gh.chunk(3, dim=-1)
     r = torch.sigmoid(i_r + h_r)
     z = torch.sigmoid(i_z + h_z)
-    n = torch.tanh(i_n + r * h_n)
+    n = tanh(i_n + r * h_n)
     return n + z * (h - n)  # (1 - z) * n + z * h
 
 
