@@ -63,14 +63,7 @@ class Luong(Seq2Seq):
         self.combine = nn.Linear(memory + dec_size, dec_size, bias=False)  # W_c, Eq. 5
         self.output = nn.Linear(dec_size, tgt_vocab)  # W_s, Eq. 6
         self.dropout = nn.Dropout(dropout)
-        if param_init > 0:
-            for p in self.parameters():
-                nn.init.uniform_(p, -param_init, param_init)
-        with torch.no_grad():
-            self.src_emb.weight[PAD].zero_()
-            self.tgt_emb.weight[PAD].zero_()
-        if tie_embeddings:
-            self.output.weight = self.tgt_emb.weight
+        self.init_parameters(param_init, tie_embeddings)
 
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
         memory, mask, (h, c) = self.encoder(self.dropout(self.src_emb(src)), src_lens)  # h, c: [L, B, M]

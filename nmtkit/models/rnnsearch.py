@@ -75,14 +75,7 @@ class RNNSearch(Seq2Seq):
         self.readout = nn.Linear(dec_size + emb_size + ctx, 2 * readout_size)
         self.output = nn.Linear(readout_size, tgt_vocab)
         self.dropout = nn.Dropout(dropout)
-        if param_init > 0:
-            for p in self.parameters():
-                nn.init.uniform_(p, -param_init, param_init)
-        with torch.no_grad():
-            self.src_emb.weight[PAD].zero_()
-            self.tgt_emb.weight[PAD].zero_()
-        if tie_embeddings:
-            self.output.weight = self.tgt_emb.weight
+        self.init_parameters(param_init, tie_embeddings)
 
     # -- encoder ---------------------------------------------------------------------
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from nmtkit.data.batching import Batch
+from nmtkit.data.vocab import PAD
 from nmtkit.models.state import DecoderState
 
 Attention = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
@@ -21,6 +22,20 @@ class Seq2Seq(nn.Module):
 
     A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
     """
+
+    def init_parameters(self, param_init: float, tie_embeddings: bool) -> None:
+        """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie output.
+
+        Expects ``src_emb``, ``tgt_emb`` and ``output`` modules.
+        """
+        if param_init > 0:
+            for p in self.parameters():
+                nn.init.uniform_(p, -param_init, param_init)
+        with torch.no_grad():
+            self.src_emb.weight[PAD].zero_()
+            self.tgt_emb.weight[PAD].zero_()
+        if tie_embeddings:
+            self.output.weight = self.tgt_emb.weight
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         raise NotImplementedError
