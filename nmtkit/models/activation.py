@@ -1,7 +1,8 @@
 """tanh through the sigmoid on the CPU, where PyTorch's sigmoid runs several times faster.
 
-tanh(x) = 2 σ(2x) − 1 exactly; on a 2-core AVX-512 machine (torch 2.13) sigmoid of a
-[160, 40, 512] tensor takes 0.8 ms and tanh 5 ms. Other devices use ``torch.tanh``.
+tanh(x) = 2 σ(2x) − 1 exactly; on the 2-core AVX-512 benchmark machine (torch 2.13,
+``python bench/kernels.py``) a [160, 40, 512] tensor takes 6.1 ms through torch.tanh, 0.95 ms
+through torch.sigmoid and 2.7 ms through this function. Other devices use ``torch.tanh``.
 """
 from __future__ import annotations
 

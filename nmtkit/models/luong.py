@@ -19,7 +19,6 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
 from nmtkit.models.activation import tanh
 from nmtkit.models.encoder import RNNEncoder
-from nmtkit.models.linear import linear
 from nmtkit.models.luong_attention import KINDS, SCORES, LuongAttention
 from nmtkit.models.registry import register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS
@@ -77,7 +76,7 @@ class Luong(Seq2Seq):
     def _attend(self, top: torch.Tensor, state: DecoderState, steps: torch.Tensor):
         """Eq. 5 on top of the attention: h̃_t ``[B, T, H]`` and the weights ``[B, T, S]``."""
         ctx, weights = self.attention(top, state["keys"], state["memory"], state["mask"], steps)
-        return tanh(linear(self.combine, torch.cat([ctx, top], dim=-1))), weights
+        return tanh(self.combine(torch.cat([ctx, top], dim=-1))), weights
 
     def _recur(self, inputs: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState]:
         hc = (state["h"].transpose(0, 1).contiguous(), state["c"].transpose(0, 1).contiguous())
@@ -94,7 +93,7 @@ class Luong(Seq2Seq):
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
         h_tilde, weights, state = self._step(self.tgt_emb(prev), state)
-        log_probs = torch.log_softmax(linear(self.output, self.dropout(h_tilde)).float(), dim=-1)
+        log_probs = torch.log_softmax(self.output(self.dropout(h_tilde)).float(), dim=-1)
         return log_probs, state, {"source": weights}
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:

@@ -24,7 +24,6 @@ from nmtkit.models.activation import tanh
 from nmtkit.models.attention import MLPAttention
 from nmtkit.models.encoder import RNNEncoder
 from nmtkit.models.fused import attentive_gru, bigru
-from nmtkit.models.linear import linear
 from nmtkit.models.registry import register_model
 from nmtkit.models.seq2seq import Attention, Seq2Seq
 from nmtkit.models.state import DecoderState
@@ -90,20 +89,20 @@ class RNNSearch(Seq2Seq):
     def _step(self, gi_emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Attend from s_{i-1}, then update the GRU: returns s_i, c_i and alpha_i."""
         s = state["hidden"]
-        gh, query = linear(self.hidden_proj, s).split([3 * self.dec_size, self.att_size], dim=-1)
+        gh, query = self.hidden_proj(s).split([3 * self.dec_size, self.att_size], dim=-1)
         ctx, alpha = self.attention(query, state["keys"], state["memory"], state["mask"])
-        gi = gi_emb + linear(self.ctx_gates, ctx)
+        gi = gi_emb + self.ctx_gates(ctx)
         return gru_update(gi, gh, s), ctx, alpha
 
     def _logits(self, s: torch.Tensor, emb: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
         """Deep output with maxout over pairs of units."""
-        t = linear(self.readout, torch.cat([s, emb, ctx], dim=-1))
+        t = self.readout(torch.cat([s, emb, ctx], dim=-1))
         t = t.view(*t.shape[:-1], -1, 2).amax(-1)
-        return linear(self.output, self.dropout(t))
+        return self.output(self.dropout(t))
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
         emb = self.dropout(self.tgt_emb(prev))
-        s, ctx, alpha = self._step(linear(self.emb_gates, emb), state)
+        s, ctx, alpha = self._step(self.emb_gates(emb), state)
         log_probs = torch.log_softmax(self._logits(s, emb, ctx).float(), dim=-1)
         return log_probs, state.replace(hidden=s), {"source": alpha}
 
