@@ -35,6 +35,16 @@ class Batch:
         """Non-pad target tokens, ``</s>`` included: what losses are normalised by."""
         return int((self.tgt_out != PAD).sum()) if self.tgt_out is not None else 0
 
+    def reversed_target(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(tgt_in, tgt_out)`` of the target read right to left: ``<s> y_T .. y_1`` and ``y_T .. y_1 </s>``."""
+        out = self.tgt_out
+        lengths = (out != PAD).sum(1, keepdim=True)  # words + </s>
+        k = torch.arange(out.size(1), device=out.device).unsqueeze(0)
+        words = out.gather(1, (lengths - 2 - k).clamp(min=0))
+        rev_out = torch.where(k < lengths - 1, words, torch.where(k == lengths - 1, EOS, PAD))
+        rev_in = torch.cat([torch.full_like(out[:, :1], BOS), rev_out[:, :-1]], 1)
+        return rev_in.masked_fill(k >= lengths, PAD), rev_out
+
     def to(self, device: torch.device) -> "Batch":
         move = lambda t: None if t is None else t.to(device, non_blocking=True)
         return Batch(move(self.src), move(self.src_lens), move(self.tgt_in), move(self.tgt_out))

@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dimension, giving exactly zero weight where ``mask`` is False."""
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+def masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """Softmax over the last dimension, giving exactly zero weight where ``mask`` is False (None: no mask)."""
+    return torch.softmax(scores if mask is None else scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
 class MLPAttention(nn.Module):
@@ -18,6 +18,9 @@ class MLPAttention(nn.Module):
     ``U h_j`` does not depend on the decoder step, so :meth:`keys` computes it once per
     sentence. With ``project_query=False`` the caller passes ``W s_{i-1}`` already computed
     (RNNSearch fuses W with its recurrent weights into one matrix product per step).
+
+    The memory may be empty (``S = 0``): the context is then a zero vector, as target attention
+    needs at its first step (target-target-attention.txt, footnote 5).
     """
 
     def __init__(self, query_size: int, memory_size: int, hidden_size: int, project_query: bool = True):
@@ -31,8 +34,10 @@ class MLPAttention(nn.Module):
         return self.key(memory)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
-                mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Context ``[B, M]`` and weights ``[B, S]`` for a query ``[B, Q]`` (or ``[B, A]`` if projected)."""
+                mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context ``[B, M]`` and weights ``[B, S]`` for a query ``[B, Q]`` (or ``[B, A]`` if projected).
+
+        ``mask [B, S]`` is True at real positions; None means all are real."""
         q = self.query(query) if self.query is not None else query
         # Bahdanau Eq. (A.1.2) e_ij = v^T tanh(x) = 2 v^T σ(2x) − Σv: σ is several times faster than tanh
         # on CPUs (nmtkit.models.activation), and the softmax ignores the constant −Σv, so it is left out.

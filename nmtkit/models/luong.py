@@ -20,7 +20,7 @@ from nmtkit.data.vocab import PAD
 from nmtkit.models.activation import tanh
 from nmtkit.models.encoder import RNNEncoder
 from nmtkit.models.luong_attention import KINDS, SCORES, LuongAttention
-from nmtkit.models.registry import register_model
+from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS
 from nmtkit.models.seq2seq import Attention, Seq2Seq
 from nmtkit.models.state import DecoderState
@@ -116,4 +116,4 @@ class Luong(Seq2Seq):
 @register_model("luong", LUONG_OPTIONS, "stacked LSTMs, global (dot/general/concat/location) or local-m/local-p "
                                         "attention, input feeding")
 def build_luong(config: dict, src_vocab: int, tgt_vocab: int) -> Luong:
-    return Luong(src_vocab, tgt_vocab, **{o.name: config[o.name] for o in LUONG_OPTIONS})
+    return Luong(src_vocab, tgt_vocab, **option_values(config, LUONG_OPTIONS))

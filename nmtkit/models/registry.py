@@ -54,6 +54,11 @@ def model_options() -> list[Option]:
     return list(seen.values())
 
 
+def option_values(config: dict, options: Sequence[Option]) -> dict:
+    """The values of ``options`` in ``config``, defaults for keys it lacks (configs saved before an option existed)."""
+    return {o.name: config.get(o.name, o.default) for o in options}
+
+
 def build_model(config: dict, src_vocab_size: int, tgt_vocab_size: int):
     """Build the architecture named by ``config['arch']``."""
     return get_spec(config["arch"]).builder(config, src_vocab_size, tgt_vocab_size)

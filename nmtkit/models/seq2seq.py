@@ -1,6 +1,8 @@
 """The interface every model implements, which the trainer and the search rely on."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 from torch import nn
 
@@ -9,13 +11,16 @@ from nmtkit.data.vocab import PAD
 from nmtkit.models.state import DecoderState
 
 Attention = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
+AUXILIARY = "auxiliary"  # forward()'s extra key: [(logits, gold)] of decoders trained jointly
 
 
 class Seq2Seq(nn.Module):
     """A sequence-to-sequence model.
 
     - ``forward(batch)``: teacher-forced logits ``[B, T, V]`` for ``batch.tgt_in`` and the
-      attention weights of every step (name -> ``[B, T, ...]``).
+      attention weights of every step (name -> ``[B, T, ...]``). A model with an auxiliary
+      decoder trained jointly (the reverse decoder of bitatt-rnn) adds ``AUXILIARY``: a list of
+      ``(logits, gold)`` pairs whose cross-entropy the trainer adds to the loss.
     - ``encode(src, src_lens)``: the initial :class:`DecoderState` for a batch of sources.
     - ``decode_step(prev, state)``: log-probabilities ``[B, V]`` of the next token given the
       previous tokens ``[B]``, the new state, and this step's attention (name -> ``[B, ...]``).
@@ -23,10 +28,11 @@ class Seq2Seq(nn.Module):
     A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
     """
 
-    def init_parameters(self, param_init: float, tie_embeddings: bool) -> None:
-        """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie output.
+    def init_parameters(self, param_init: float, tie_embeddings: bool, outputs: Sequence[nn.Linear] = ()) -> None:
+        """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie outputs.
 
-        Expects ``src_emb``, ``tgt_emb`` and ``output`` modules.
+        Expects ``src_emb`` and ``tgt_emb`` modules; ``outputs`` are the output layers to tie to
+        the target embeddings (default: the ``output`` module).
         """
         if param_init > 0:
             for p in self.parameters():
@@ -35,7 +41,8 @@ class Seq2Seq(nn.Module):
             self.src_emb.weight[PAD].zero_()
             self.tgt_emb.weight[PAD].zero_()
         if tie_embeddings:
-            self.output.weight = self.tgt_emb.weight
+            for output in outputs or [self.output]:
+                output.weight = self.tgt_emb.weight
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         raise NotImplementedError

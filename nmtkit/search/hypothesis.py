@@ -32,6 +32,14 @@ def collect_attention(history: dict[str, torch.Tensor], row: int, length: int) -
 
 
 def append_attention(history: dict[str, torch.Tensor], step: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Add one step's weights ``[N, ...]`` to the histories ``[N, t, ...]``."""
-    return {k: torch.cat([history[k], w.unsqueeze(1)], 1) if k in history else w.unsqueeze(1)
-            for k, w in step.items()}
+    """Add one step's weights ``[N, W]`` to the histories ``[N, t, W']``.
+
+    Widths may grow from step to step (target attention covers the t previous outputs at
+    step t + 1): the narrower side is padded with zeros.
+    """
+    def append(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+        width = max(old.size(-1), new.size(-1))
+        pad = lambda x: torch.nn.functional.pad(x, (0, width - x.size(-1)))
+        return torch.cat([pad(old), pad(new).unsqueeze(1)], 1)
+
+    return {k: append(history[k], w) if k in history else w.unsqueeze(1) for k, w in step.items()}

@@ -18,6 +18,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.metrics.text import corpus_score
 from nmtkit.models import build_model
+from nmtkit.models.seq2seq import AUXILIARY
 from nmtkit.progress import log, progress, warn
 from nmtkit.search.translator import SearchOptions, translate_ids
 from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
@@ -148,13 +149,16 @@ class Trainer:
 
     # -- one update -----------------------------------------------------------------
     def _update(self, batch) -> Optional[float]:
-        """Forward, backward and optimiser step; returns the summed loss, or None if skipped (OOM)."""
+        """Forward, backward and optimiser step; returns the summed loss of the (forward) decoder, or None if skipped (OOM)."""
         batch = batch.to(self.device)
         try:
             with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
                                 enabled=self.amp_dtype is not None):
-                logits, _ = self.net(batch)
-                loss = cross_entropy(logits, batch.tgt_out, smoothing=self.config["label_smoothing"])
+                logits, extras = self.net(batch)
+                smoothing = self.config["label_smoothing"]
+                nll = loss = cross_entropy(logits, batch.tgt_out, smoothing=smoothing)  # what the log reports
+                for aux_logits, gold in extras.get(AUXILIARY, ()):  # decoders trained jointly (Eq. 20, 23)
+                    loss = loss + cross_entropy(aux_logits, gold, smoothing=smoothing)
             self.scaler.scale(loss / batch.tgt_tokens).backward()
         except RuntimeError as e:
             if not is_out_of_memory(e) or self.dist.enabled:
@@ -170,7 +174,7 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return float(nll.detach())
 
     # -- the loop ---------------------------------------------------------------------
     def train(self) -> dict:

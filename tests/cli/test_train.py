@@ -28,11 +28,23 @@ def test_train_writes_checkpoints_config_and_log(corpus_dir, tmp_path):
 def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir, trained_ckpt, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w", *TINY_MODEL, "--readout-size", 16,
              "--max-steps", 2, "--valid-every", 2, "--lr", 0.0003, "--init-from", trained_ckpt])
-    assert "new: output.weight, readout.bias, readout.weight" in r.stderr
+    assert "new: decoder.output.weight, decoder.readout.bias, decoder.readout.weight" in r.stderr
     assert "learning rate 0.0003 from the config; the checkpoint had 0.005" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w2", *TINY_MODEL, "--max-steps", 2,
              "--valid-every", 2, "--init-from", trained_ckpt, "--init-lr", "--init-optimizer"])
     assert "learning rate 0.005 from the checkpoint" in r.stderr and "0 new" in r.stderr
+
+
+def test_target_attention_models_warm_start_from_rnnsearch(corpus_dir, trained_ckpt, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", *TINY_MODEL, "--arch", "bitatt-rnn",
+             "--max-steps", 2, "--valid-every", 2, "--init-from", trained_ckpt])
+    new = r.stderr.split(" new: ")[1].split("\n")[0].replace("\n", "")
+    assert "decoder.target_attention.v.weight" in new and "decoder.extra_gates.weight" in new
+    assert "reverse.hidden_proj.weight" in new and "decoder.hidden_proj.weight" not in new
+    ckpt = load_checkpoint(tmp_path / "t" / "last.pt")
+    before = load_checkpoint(trained_ckpt)["model"]
+    assert ckpt["config"]["arch"] == "bitatt-rnn" and before["encoder.rnn.weight_hh_l0"].shape == \
+        ckpt["model"]["encoder.rnn.weight_hh_l0"].shape
 
 
 def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
@@ -40,7 +52,7 @@ def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
          "--valid-every", 3, "--init-from", trained_ckpt, "--freeze-embeddings"])
     before, after = load_checkpoint(trained_ckpt)["model"], load_checkpoint(tmp_path / "f" / "last.pt")["model"]
     assert (before["src_emb.weight"] == after["src_emb.weight"]).all()
-    assert not (before["attention.v.weight"] == after["attention.v.weight"]).all()
+    assert not (before["decoder.attention.v.weight"] == after["decoder.attention.v.weight"]).all()
 
 
 def test_option_errors(corpus_dir, tmp_path):
@@ -70,7 +82,7 @@ def test_mixed_precision_trains_on_the_cpu(corpus_dir, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "amp", *TINY_MODEL, "--amp", "--max-steps", 4,
              "--valid-every", 4, "--log-every", 2])
     assert "validation at step 4" in r.stderr
-    assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["output.weight"].dtype == torch.float32
+    assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["decoder.output.weight"].dtype == torch.float32
 
 
 def test_luong_local_p_trains_and_translates_with_attention(corpus_dir, tmp_path):

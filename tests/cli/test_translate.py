@@ -1,6 +1,6 @@
 """nmtkit translate end to end: one line out per line in, n-best, attention file, errors."""
 from nmtkit.search.attention_file import AttentionFile
-from tests.conftest import run
+from tests.conftest import TINY_MODEL, run
 
 
 def test_translate_stdin_to_stdout_keeps_every_line(trained_ckpt):
@@ -29,6 +29,19 @@ def test_attention_out(trained_ckpt, tmp_path):
         assert len(f) == 3
         assert f[0]["attention"]["source"].shape == (len(f[0]["tgt_tokens"]), 2)
         assert " ".join(f[2]["tgt_tokens"][:-1]) == r.stdout.splitlines()[2]
+
+
+def test_two_pass_bitatt_translation_writes_target_attention(corpus_dir, trained_ckpt, tmp_path):
+    """bitatt-rnn warm-started from rnnsearch, trained briefly, then translated through the same command."""
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "bi", *TINY_MODEL, "--arch", "bitatt-rnn",
+         "--init-from", trained_ckpt, "--max-steps", 10, "--valid-every", 10, "--batch-size", 16])
+    r = run(["translate", "-m", tmp_path / "bi" / "last.pt", "--beam", 3, "--attention-out", tmp_path / "a.h5"],
+            input="forty-two\n\nseven hundred one\n")
+    assert len(r.stdout.split("\n")) == 4
+    with AttentionFile(tmp_path / "a.h5") as f:
+        n = len(f[2]["tgt_tokens"])
+        assert f[2]["attention"]["source"].shape == (n, 4)
+        assert f[2]["attention"]["target"].shape == (n, n - 1)
 
 
 def test_invalid_utf8_and_overlong_lines(trained_ckpt, tmp_path):

@@ -38,11 +38,9 @@ def test_fused_decoder_gradients_equal_step_by_step_autograd():
     state = model.encode(b.src, b.src_lens)
     steps, alphas = [], []
     for t in range(b.tgt_in.size(1)):  # the unfused decoder: decode_step's own maths, kept for logits
-        emb = model.tgt_emb(b.tgt_in[:, t])
-        s, ctx, alpha = model._step(model.emb_gates(emb), state)
-        state = state.replace(hidden=s)
-        steps.append(model._logits(s, emb, ctx))
-        alphas.append(alpha)
+        logits_t, state, att_t = model.decoder.step(model.tgt_emb(b.tgt_in[:, t]), state)
+        steps.append(logits_t)
+        alphas.append(att_t["source"])
     ref_logits, ref_att = torch.stack(steps, 1), torch.stack(alphas, 1)
     assert torch.allclose(logits, ref_logits, atol=1e-10) and torch.allclose(att["source"], ref_att, atol=1e-12)
     plain = torch.autograd.grad((ref_logits * w1).sum() + (ref_att * w2).sum(), list(model.parameters()))

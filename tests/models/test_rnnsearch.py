@@ -110,7 +110,7 @@ def test_padding_in_a_batch_does_not_change_a_sentence():
 
 def test_tied_embeddings_share_the_weight():
     m = model(tie_embeddings=True)
-    assert m.output.weight is m.tgt_emb.weight
+    assert m.decoder.output.weight is m.tgt_emb.weight
     with pytest.raises(ValueError):
         model(tie_embeddings=True, readout_size=8)
 

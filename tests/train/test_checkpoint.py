@@ -41,6 +41,6 @@ def test_warm_start_copies_matching_parameters_and_lists_new_ones():
     small = build_model(TINY_CONFIG, 20, 20)
     bigger = build_model({**TINY_CONFIG, "readout_size": 8}, 20, 20)
     new, unused = warm_start(bigger, {"model": small.state_dict()})
-    assert new == ["output.weight", "readout.bias", "readout.weight"]
+    assert new == ["decoder.output.weight", "decoder.readout.bias", "decoder.readout.weight"]
     assert unused == new
-    assert torch.equal(bigger.state_dict()["attention.v.weight"], small.state_dict()["attention.v.weight"])
+    assert torch.equal(bigger.state_dict()["decoder.attention.v.weight"], small.state_dict()["decoder.attention.v.weight"])

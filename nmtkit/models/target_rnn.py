@@ -1,0 +1,105 @@
+"""Target attention on the RNNSearch decoder: target-attn, ftatt-rnn, rtatt-rnn and bitatt-rnn.
+
+- ``target-attn`` (target-target-attention.txt §2.2, Eq. 6-11) and ``ftatt-rnn``
+  (bidirectional-target-attention.txt §3.1, Eq. 10-14) are one model under the two papers'
+  names: the decoder attends over its own previous states s_1..s_{j-1}, and the target context
+  enters the gates and the deep output.
+- ``rtatt-rnn`` (§3.2, Eq. 15-20): a reverse decoder generates the target right to left from
+  the same encoder, with its own target attention (Eq. 16-18); the mean of its states R̃
+  is an extra input of the forward decoder's state and output (Eq. 19).
+- ``bitatt-rnn`` (§3.3, Eq. 21-23): both.
+
+With a reverse decoder, training minimises the forward and the reverse cross-entropy together
+(Eq. 20, 23), R̃ coming from the reverse decoder run over the reference; decoding is two-pass
+(§3.3): :meth:`TargetRNN.encode` first decodes greedily right to left, then the forward
+decoder searches (beam or greedy) with R̃ of that pass, through the same ``decode_step`` as
+every model.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.vocab import BOS, EOS, PAD
+from nmtkit.models.registry import option_values, register_model
+from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
+from nmtkit.models.seq2seq import AUXILIARY, Attention
+from nmtkit.models.state import DecoderState
+
+REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·S + b steps if </s> never comes
+
+
+class TargetRNN(RNNSearch):
+    def _forced_reverse(self, state: DecoderState, reverse_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The reverse decoder teacher-forced on ``reverse_in`` (``<s> y_T .. y_1``): its logits and R̃."""
+        state = self.reverse.start(state, state["src_lens"])
+        logits, states, _ = self.reverse(self.dropout(self.tgt_emb(reverse_in)), state)
+        real = (reverse_in != PAD).unsqueeze(-1).to(states.dtype)
+        return logits, (states * real).sum(1) / real.sum(1)
+
+    def reverse_context(self, state: DecoderState, reverse_in: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """R̃ ``[B, H]``: the mean of the reverse decoder's states s←_1..s←_K (Eq. 19).
+
+        With ``reverse_in`` (``<s> y_T .. y_1``) the reverse decoder is teacher-forced, as in
+        training, and K = T + 1; without, it decodes greedily until it emits ``</s>`` (§3.3),
+        the step that emits it included.
+        """
+        if reverse_in is not None:
+            return self._forced_reverse(state, reverse_in)[1]
+        state = self.reverse.start(state, state["src_lens"])
+        batch = state.batch_size
+        prev = torch.full((batch,), BOS, dtype=torch.long, device=state["mask"].device)
+        live = torch.ones(batch, dtype=torch.bool, device=prev.device)
+        total, count = None, torch.zeros(batch, 1, device=prev.device)
+        a, b = REVERSE_MAX_LEN
+        for _ in range(a * state["mask"].size(1) + b):
+            logits, state, _ = self.reverse.step(self.dropout(self.tgt_emb(prev)), state)
+            s = state["reverse_hidden"] * live.unsqueeze(1)
+            total = s if total is None else total + s
+            count += live.unsqueeze(1)
+            prev = logits.argmax(-1)
+            live &= prev != EOS
+            if not live.any():
+                break
+        return total / count.to(total.dtype)
+
+    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
+        state = self.source(src, src_lens)
+        future = self.reverse_context(state) if self.reverse is not None else None
+        return self.decoder.start(state, src_lens, future)
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
+        if self.reverse is None:
+            return super().forward(batch)
+        state = self.source(batch.src, batch.src_lens)
+        reverse_in, reverse_out = batch.reversed_target()
+        reverse_logits, future = self._forced_reverse(state, reverse_in)  # R̃ (Eq. 19) from the reference
+        state = self.decoder.start(state, batch.src_lens, future)
+        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
+        weights[AUXILIARY] = [(reverse_logits, reverse_out)]  # the second sum of Eq. 20 / 23
+        return logits, weights
+
+
+VARIANTS = {
+    "target-attn": (True, False, "rnnsearch with target attention over s_1..s_{j-1} in the gates and output "
+                                 "(target-target-attention.txt Eq. 6-11)"),
+    "ftatt-rnn": (True, False, "forward target attention F_{i-1} (bidirectional-target-attention.txt Eq. 10-14); "
+                               "the same model as target-attn"),
+    "rtatt-rnn": (False, True, "rnnsearch plus a reverse decoder with target attention whose mean state feeds "
+                               "the forward decoder; joint loss, two-pass decoding (Eq. 15-20)"),
+    "bitatt-rnn": (True, True, "forward target attention and the reverse decoder's mean state; joint loss, "
+                               "two-pass decoding (bidirectional-target-attention.txt Eq. 21-23)"),
+}
+
+
+def _register(name: str, target_attention: bool, reverse: bool, description: str) -> None:
+    @register_model(name, RNN_OPTIONS, description)
+    def build(config: dict, src_vocab: int, tgt_vocab: int) -> TargetRNN:
+        return TargetRNN(src_vocab, tgt_vocab, target_attention=target_attention, reverse=reverse,
+                         **option_values(config, RNN_OPTIONS))
+
+
+for _name, (_target, _reverse, _description) in VARIANTS.items():
+    _register(_name, _target, _reverse, _description)

@@ -1,0 +1,179 @@
+"""Target attention models (target-attn, ftatt/rtatt/bitatt-rnn): causality, sums, forward = step by step."""
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.vocab import BOS
+from nmtkit.models import build_model
+from nmtkit.models.seq2seq import AUXILIARY
+from nmtkit.search.beam import beam_search
+from nmtkit.search.greedy import greedy_search
+from tests.conftest import TINY_CONFIG
+
+V_SRC, V_TGT = 40, 30
+ARCHS = ["target-attn", "ftatt-rnn", "rtatt-rnn", "bitatt-rnn"]
+VARIANTS = [(a, "gru") for a in ARCHS] + [("target-attn", "lstm"), ("bitatt-rnn", "lstm"), ("rnnsearch", "lstm")]
+
+
+def model(arch="target-attn", cell="gru", **over):
+    torch.manual_seed(0)
+    return build_model({**TINY_CONFIG, "arch": arch, "decoder_cell": cell, "param_init": 0.3, **over},
+                       V_SRC, V_TGT).eval()
+
+
+def batch(last_word=None):
+    """Three sentence pairs; ``last_word`` replaces the last target word of the first."""
+    g = torch.Generator().manual_seed(1)
+    src = [torch.randint(4, V_SRC, (n,), generator=g).tolist() for n in (5, 2, 7)]
+    tgt = [torch.randint(4, V_TGT, (n,), generator=g).tolist() for n in (4, 6, 1)]
+    if last_word is not None:
+        tgt[0][-1] = last_word
+    return make_batch(src, tgt)
+
+
+def forced_state(m, b):
+    """The forward decoder's initial state with R̃ from the reverse decoder on the reference, as in training."""
+    if getattr(m, "reverse", None) is None:
+        return m.encode(b.src, b.src_lens)
+    state = m.source(b.src, b.src_lens)
+    return m.decoder.start(state, b.src_lens, m.reverse_context(state, b.reversed_target()[0]))
+
+
+def step_by_step(m, b, state):
+    out, weights = [], []
+    for t in range(b.tgt_in.size(1)):
+        lp, state, att = m.decode_step(b.tgt_in[:, t], state)
+        out.append(lp)
+        weights.append(att)
+    return torch.stack(out, 1), weights
+
+
+@pytest.mark.parametrize("arch,cell", VARIANTS)
+def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell):
+    m, b = model(arch, cell), batch()
+    with torch.no_grad():
+        logits, att = m(b)
+        lp, steps = step_by_step(m, b, forced_state(m, b))
+    mask = b.tgt_out != 0
+    assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
+    assert torch.allclose(att["source"], torch.stack([s["source"] for s in steps], 1), atol=1e-6)
+    if "target" in att:
+        for j, s in enumerate(steps):
+            assert s["target"].shape == (3, j)
+            assert torch.allclose(att["target"][:, j, :j], s["target"], atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["target-attn", "bitatt-rnn"])
+def test_target_weights_sum_to_one_over_exactly_the_previous_states(arch):
+    m, b = model(arch), batch()
+    with torch.no_grad():
+        _, att = m(b)
+    beta = att["target"]  # [B, T, T]: row j over s_1..s_j (the states before step j + 1)
+    assert beta.shape == (3, b.tgt_in.size(1), b.tgt_in.size(1))
+    assert (beta[:, 0] == 0).all()  # no target context at the first step (footnote 5)
+    for j in range(1, beta.size(1)):
+        assert torch.allclose(beta[:, j, :j].sum(-1), torch.ones(3), atol=1e-6)
+        assert (beta[:, j, j:] == 0).all()
+
+
+@pytest.mark.parametrize("arch", ["target-attn", "ftatt-rnn"])
+def test_changing_later_targets_never_changes_earlier_scores(arch):
+    m, b = model(arch), batch()
+    changed = b.tgt_in.clone()
+    changed[:, 3:] = 5
+    with torch.no_grad():
+        l1, a1 = m(b)
+        l2, a2 = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+    assert torch.equal(l1[:, :3], l2[:, :3]) and torch.equal(a1["target"][:, :3], a2["target"][:, :3])
+    assert (l1[:, 3] - l2[:, 3]).abs().max() > 1e-4
+
+
+def test_in_bitatt_only_the_reverse_decoder_sees_the_future():
+    """The forward decoder is causal given R̃; R̃ (the reverse decoder) reads the whole reference."""
+    m, b = model("bitatt-rnn"), batch()
+    other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)  # y_4 of sentence 0 changes
+    assert not torch.equal(other.tgt_in[0, 4], b.tgt_in[0, 4])
+    with torch.no_grad():
+        state = m.source(b.src, b.src_lens)
+        future = m.reverse_context(state, b.reversed_target()[0])
+        fixed = m.decoder.start(state, b.src_lens, future)
+        l1, _, _ = m.decoder(m.tgt_emb(b.tgt_in), fixed)
+        l2, _, _ = m.decoder(m.tgt_emb(other.tgt_in), fixed)
+        assert torch.equal(l1[:, :4], l2[:, :4])  # causal forward decoder
+        assert not torch.allclose(m.reverse_context(state, other.reversed_target()[0])[0], future[0])
+        assert torch.allclose(m.reverse_context(state, other.reversed_target()[0])[1:], future[1:])
+
+
+def test_reverse_targets_read_the_reference_right_to_left():
+    b = make_batch([[5], [5]], [[4, 5, 6], [7]])
+    rev_in, rev_out = b.reversed_target()
+    assert rev_in.tolist() == [[BOS, 6, 5, 4], [BOS, 7, 0, 0]]
+    assert rev_out.tolist() == [[6, 5, 4, 3], [7, 3, 0, 0]]
+
+
+@pytest.mark.parametrize("arch", ["rtatt-rnn", "bitatt-rnn"])
+def test_joint_loss_covers_the_reverse_decoder(arch):
+    m, b = model(arch).train(), batch()
+    logits, extras = m(b)
+    (aux_logits, gold), = extras[AUXILIARY]
+    assert aux_logits.shape == logits.shape and torch.equal(gold, b.reversed_target()[1])
+    (logits.sum() + aux_logits.sum()).backward()
+    missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert missing == []
+
+
+def test_two_pass_decoding_uses_the_reverse_pass():
+    m, b = model("bitatt-rnn"), batch()
+    with torch.no_grad():
+        lp1, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b.src, b.src_lens))
+        m.reverse.output.bias.add_(torch.linspace(-3, 3, V_TGT))  # other greedy reverse words -> other R̃
+        lp2, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b.src, b.src_lens))
+    assert (lp1 - lp2).abs().max() > 1e-4
+
+
+def test_greedy_reverse_pass_stops_at_end_of_sentence():
+    """R̃ is the mean of the states up to the one that emits </s>: with </s> always the best word, one state."""
+    m, b = model("rtatt-rnn"), batch()
+    with torch.no_grad():
+        m.reverse.output.bias[3] = 100.0  # </s>
+        state = m.source(b.src, b.src_lens)
+        future = m.reverse_context(state)
+        first = m.reverse.start(state, b.src_lens)
+        _, first, _ = m.reverse.step(m.tgt_emb(torch.full((3,), BOS)), first)
+    assert torch.allclose(future, first["reverse_hidden"], atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_one_equals_greedy(arch):
+    m, b = model(arch), batch()
+    greedy = greedy_search(m, b, attention=True)
+    beam = beam_search(m, b, beam_size=1, attention=True)
+    for g, h in zip(greedy, beam):
+        assert g[0].tokens == h[0].tokens and abs(g[0].logprob - h[0].logprob) < 1e-4
+        for name in g[0].attention:
+            assert g[0].attention[name].shape == h[0].attention[name].shape
+            assert abs(g[0].attention[name] - h[0].attention[name]).max() < 1e-5
+
+
+def test_target_memory_grows_one_state_per_step_and_follows_the_beams():
+    m, b = model("target-attn"), batch()
+    with torch.no_grad():
+        state = m.encode(b.src, b.src_lens)
+        for t in range(1, 4):
+            _, state, att = m.decode_step(torch.full((3,), 5), state)
+            assert state["tmemory"].shape[:2] == (3, t) and state["tkeys"].shape[:2] == (3, t)
+            assert torch.equal(state["tmemory"][:, -1], state["hidden"])
+        order = torch.tensor([2, 0, 1])
+        moved = state.reorder(order)
+    assert torch.equal(moved["tmemory"], state["tmemory"][order])
+    assert torch.equal(moved["tkeys"], state["tkeys"][order])
+
+
+def test_beam_search_writes_target_attention_rows_over_previous_outputs():
+    m, b = model("bitatt-rnn"), batch()
+    hyps = beam_search(m, b, beam_size=3, attention=True)
+    for h in (hs[0] for hs in hyps):
+        n = len(h.tokens) + 1
+        assert h.attention["target"].shape == (n, n - 1)
+        for j in range(1, n):
+            assert abs(h.attention["target"][j, :j].sum() - 1) < 1e-5
