@@ -3,7 +3,7 @@
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test
+.PHONY: install demo test cjk-font
 
 install:
 	$(PYTHON) -m pip install "$(TORCH)"
@@ -12,5 +12,12 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-test: install
+test: install cjk-font
 	$(PYTHON) -m pytest -q tests
+
+# plot-attn's tests draw Chinese labels: they need a font covering CJK (Debian's WenQuanYi Micro Hei, 5 MB).
+cjk-font:
+	@if fc-list :lang=zh 2>/dev/null | grep -q .; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null; \
+	else echo "note: no CJK font installed; install one (e.g. fonts-noto-cjk) for plot-attn's CJK test" >&2; fi

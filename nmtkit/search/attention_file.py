@@ -2,9 +2,14 @@
 
 Layout: one group per input line, named by its 0-based index (``/sentences/17``), holding
 ``src_tokens`` and ``tgt_tokens`` (UTF-8 strings; the target ends with ``</s>``), and one
-dataset per attention kind under ``attention/``: ``source`` is ``[len(tgt_tokens),
-len(src_tokens)]`` (the source includes its ``</s>``); later kinds (``target``,
-``encoders``, ``sentinel``) follow the same rule of one row per output token. The file's
+dataset per attention kind under ``attention/``, one row per output token:
+
+- ``source``: ``[len(tgt_tokens), len(src_tokens)]`` (the source includes its ``</s>``);
+- ``target``: ``[n, n - 1]`` for n output tokens, row j over the j previous outputs (zeros after);
+- ``encoders``: ``[n, K]`` weights over K encoders and, last, the sentinel of multi-source
+  models; the dataset's ``labels`` attribute names the columns (e.g. source, image, sentinel).
+
+Any dataset may carry ``labels``, which readers return under ``labels``. The file's
 attributes give the number of sentences and the model that wrote it. Empty input lines get
 an empty group, so indices always equal line numbers - 1.
 """
@@ -36,13 +41,16 @@ class AttentionWriter:
             self.file.attrs[k] = v
 
     def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
-            attention: dict[str, np.ndarray]) -> None:
+            attention: dict[str, np.ndarray], labels: Optional[dict[str, Sequence[str]]] = None) -> None:
+        """Write sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
         g = self.group.create_group(str(index))
         g.create_dataset("src_tokens", data=np.array(list(src_tokens), dtype=object), dtype=STR)
         g.create_dataset("tgt_tokens", data=np.array(list(tgt_tokens), dtype=object), dtype=STR)
         a = g.create_group("attention")
         for name, weights in attention.items():
-            a.create_dataset(name, data=np.asarray(weights, dtype=np.float32), compression="gzip", compression_opts=1)
+            d = a.create_dataset(name, data=np.asarray(weights, dtype=np.float32), compression="gzip", compression_opts=1)
+            if labels and name in labels:
+                d.attrs.create("labels", np.array(list(labels[name]), dtype=object), dtype=STR)
         self.count = max(self.count, index + 1)
 
     def close(self) -> None:
@@ -57,7 +65,7 @@ class AttentionWriter:
 
 
 class AttentionFile:
-    """Read an attention file: ``len(f)`` sentences, ``f[i]`` a dict of tokens and attention arrays."""
+    """Read an attention file: ``len(f)`` sentences, ``f[i]`` a dict of tokens, attention arrays and labels."""
 
     def __init__(self, path: PathLike):
         self.path = Path(path)
@@ -77,7 +85,9 @@ class AttentionFile:
         g = self.group[str(index)]
         decode = lambda d: [t.decode("utf-8") if isinstance(t, bytes) else t for t in d[()]]
         return {"src_tokens": decode(g["src_tokens"]), "tgt_tokens": decode(g["tgt_tokens"]),
-                "attention": {k: v[()] for k, v in g["attention"].items()}}
+                "attention": {k: v[()] for k, v in g["attention"].items()},
+                "labels": {k: [t.decode("utf-8") if isinstance(t, bytes) else t for t in v.attrs["labels"]]
+                           for k, v in g["attention"].items() if "labels" in v.attrs}}
 
     def close(self) -> None:
         self.file.close()

@@ -1,0 +1,93 @@
+"""nmtkit bucket-bleu: BLEU of several systems by source-sentence length."""
+from __future__ import annotations
+
+import click
+
+
+def _system(value: str) -> tuple[str, str]:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        from nmtkit.errors import NmtkitError
+
+        raise NmtkitError(f"--hyp: expected NAME=FILE, not {value!r}", exit_code=2)
+    return name, path
+
+
+@click.command("bucket-bleu")
+@click.option("--src", "src_path", required=True, type=click.Path(dir_okay=False), help="the source file")
+@click.option("--ref", "ref_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="reference file (repeat for several references)")
+@click.option("--hyp", "hyps", required=True, multiple=True, metavar="NAME=FILE",
+              help="a system's translations; repeat for each system, the first is the baseline of the gains")
+@click.option("--buckets", default="10,20,30,40,50", show_default=True,
+              help="upper bounds of the length buckets; longer sentences form a last bucket")
+@click.option("--tokenize", default=None, metavar="NAME",
+              help="count source tokens of this sacrebleu tokenizer (13a, intl, zh, char, ...) instead of "
+                   "whitespace-separated words")
+@click.option("--bleu-tokenize", default=None, metavar="NAME", help="sacrebleu's BLEU tokenizer [default: 13a]")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="also write the table as CSV")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="draw the figure: FILE.png, .pdf or .svg")
+@click.option("--title", default="BLEU by source sentence length", show_default=True, help="the figure's title")
+def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_path, as_json, plot_path, title):
+    """BLEU, output length and gain over the first system, by source-sentence length.
+
+    \b
+    nmtkit bucket-bleu --src test.en --ref test.de --hyp rnnsearch=base.de --hyp target-attn=tatt.de \\
+        --buckets 10,20,30,40,50 --plot buckets.png
+    """
+    import csv
+    import json
+    import sys
+
+    from sacrebleu.metrics.bleu import _TOKENIZERS
+
+    from nmtkit.data.text import atomic_output, check_readable, read_lines
+    from nmtkit.errors import NmtkitError
+    from nmtkit.tools.bucket_bleu import bucket_bleu, parse_buckets, plot_buckets
+    from nmtkit.tools.figures import figure_format
+
+    bounds = parse_buckets(buckets)
+    for option, name in (("--tokenize", tokenize), ("--bleu-tokenize", bleu_tokenize)):
+        if name is not None and name not in _TOKENIZERS:
+            raise NmtkitError(f"{option}: unknown tokenizer {name!r}; known: {', '.join(sorted(_TOKENIZERS))}",
+                              exit_code=2)
+    if plot_path:
+        figure_format(plot_path, "--plot")
+    systems = dict(_system(h) for h in hyps)
+    if len(systems) < len(hyps):
+        raise NmtkitError("--hyp: two systems have the same name", exit_code=2)
+    sources = read_lines(check_readable(src_path))
+    texts = {path: read_lines(check_readable(path, allow_empty=True)) for path in [*ref_paths, *systems.values()]}
+    for path, lines in texts.items():
+        if len(lines) != len(sources):
+            raise NmtkitError(f"{path} has {len(lines)} lines but the source {src_path} has {len(sources)}")
+    result = bucket_bleu(sources, [texts[p] for p in ref_paths], {n: texts[p] for n, p in systems.items()},
+                         bounds, tokenize, bleu_tokenize)
+
+    names = list(systems)
+    header = ["bucket", "sentences"] + [f"{k} {n}" for n in names for k in ("BLEU", "length")] + \
+        [f"gain {n}" for n in names[1:]]
+    fmt = lambda v: "" if v is None else f"{v:.2f}"
+    rows = [[b.label, str(b.count)] + [fmt(getattr(b, k)[n]) for n in names for k in ("bleu", "length")] +
+            [fmt(b.gain[n]) for n in names[1:]] for b in result]
+    if csv_path:
+        with atomic_output(csv_path) as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows(rows)
+    if as_json:
+        json.dump([b.as_dict() for b in result], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"BLEU by source length ({'tokens: ' + tokenize if tokenize else 'words'})")
+        for i, h in enumerate(header):
+            table.add_column(h, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*[v or "-" for v in row])
+        Console(soft_wrap=True).print(table)
+    if plot_path:
+        plot_buckets(result, plot_path, title, f"{tokenize} tokens" if tokenize else "words")

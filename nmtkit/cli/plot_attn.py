@@ -1,0 +1,32 @@
+"""nmtkit plot-attn: draw one sentence's attention from an attention file."""
+from __future__ import annotations
+
+import click
+
+
+@click.command("plot-attn")
+@click.argument("attention_path", metavar="ATTN.h5", type=click.Path(dir_okay=False))
+@click.option("--index", required=True, type=int, help="the sentence: its input line number - 1")
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+              help="the figure: FILE.png, .pdf or .svg (written atomically)")
+@click.option("--kind", type=click.Choice(["source", "target", "encoders"]), default="source", show_default=True,
+              help="source attention, target (decoder self-) attention, or the weights over encoders")
+@click.option("--word", type=int, help="with --kind target: draw the weights of the previous words when "
+                                       "generating output word K (0-based)")
+@click.option("--font", type=click.Path(dir_okay=False), help="a font file for the labels (e.g. a CJK font)")
+def command(attention_path, index, out, kind, word, font):
+    """Draw the attention of sentence INDEX of an attention file (translate --attention-out).
+
+    \b
+    nmtkit plot-attn attn.h5 --index 7 -o attn7.png
+    nmtkit plot-attn attn.h5 --index 7 --kind target --word 5 -o target7.png
+    """
+    from nmtkit.data.text import check_readable
+    from nmtkit.search.attention_file import AttentionFile
+    from nmtkit.tools.figures import figure_format
+    from nmtkit.tools.plot_attention import plot_sentence
+
+    figure_format(out, "-o")
+    with AttentionFile(check_readable(attention_path)) as f:
+        sentence = f[index]
+    plot_sentence(sentence, kind, out, index, attention_path, word, font)

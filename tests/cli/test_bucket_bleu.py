@@ -1,0 +1,53 @@
+"""nmtkit bucket-bleu end to end: table, JSON, CSV, figure and every error."""
+import csv
+import json
+
+from PIL import Image
+
+from tests.conftest import run
+
+SRC = ["a b", "a b c d e", "a", "a b c d e f g h"]
+REF = ["the cat sat on the mat", "a dog ran in the park today", "hello there friend", "it rains in spain on the plain"]
+BASE = ["the cat sat on a mat", "a dog ran in a park", "hello friend", "it rains in spain"]
+OTHER = ["the cat sat on the mat", "a dog ran", "hello there friend", "it rains in spain on the plain"]
+
+
+def files(tmp_path):
+    for name, lines in (("src", SRC), ("ref", REF), ("base", BASE), ("other", OTHER)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ["bucket-bleu", "--src", tmp_path / "src", "--ref", tmp_path / "ref", "--hyp", f"base={tmp_path / 'base'}",
+            "--hyp", f"other={tmp_path / 'other'}", "--buckets", "2,5"]
+
+
+def test_table_json_csv_and_plot(tmp_path):
+    args = files(tmp_path)
+    r = run(args + ["--csv", tmp_path / "b.csv", "--plot", tmp_path / "b.png"])
+    assert "1-2" in r.stdout and "3-5" in r.stdout and ">5" in r.stdout and "gain" in r.stdout
+    rows = list(csv.reader((tmp_path / "b.csv").open()))
+    assert rows[0][:3] == ["bucket", "sentences", "BLEU base"] and [row[1] for row in rows[1:]] == ["2", "1", "1", "4"]
+    data = json.loads(run(args + ["--json"]).stdout)
+    assert [b["bucket"] for b in data] == ["1-2", "3-5", ">5", "all"]
+    assert data[3]["gain"]["other"] > 0 and data[3]["gain"]["base"] == 0
+    with Image.open(tmp_path / "b.png") as image:
+        assert image.size[0] > 400 and image.size[1] > 300
+
+
+def test_empty_bucket_is_reported(tmp_path):
+    r = run(files(tmp_path)[:-1] + ["2,3,5", "--json"])
+    data = json.loads(r.stdout)
+    assert data[1]["bucket"] == "3" and data[1]["count"] == 0 and data[1]["bleu"] == {"base": None, "other": None}
+    assert "-" in run(files(tmp_path)[:-1] + ["2,3,5"]).stdout
+
+
+def test_errors(tmp_path):
+    args = files(tmp_path)
+    (tmp_path / "short").write_text("one line\n")
+    r = run(args + ["--hyp", f"short={tmp_path / 'short'}"], ok=False)
+    assert r.exit_code == 1 and f"{tmp_path / 'short'} has 1 lines but the source" in r.stderr
+    assert "--hyp: expected NAME=FILE" in run(args + ["--hyp", "nofile"], ok=False).stderr
+    assert "same name" in run(args + ["--hyp", f"base={tmp_path / 'other'}"], ok=False).stderr
+    assert "--buckets" in run(args[:-1] + ["5,2"], ok=False).stderr
+    assert "--tokenize: unknown tokenizer 'xx'" in run(args + ["--tokenize", "xx"], ok=False).stderr
+    assert "--plot: cannot tell the figure format" in run(args + ["--plot", tmp_path / "x.gif"], ok=False).stderr
+    assert "no such file" in run(args + ["--ref", tmp_path / "missing"], ok=False).stderr
+    assert not (tmp_path / "x.gif").exists()
