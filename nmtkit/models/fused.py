@@ -16,6 +16,7 @@ with ``gi`` the input and ``gh`` the recurrent gate pre-activations (biases incl
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import torch
 from torch import nn
@@ -116,30 +117,48 @@ def bigru(x: torch.Tensor, mask: torch.Tensor, rnn: nn.GRU) -> torch.Tensor:
 
 
 class AttentiveGRU(torch.autograd.Function):
-    """All decoder steps of RNNSearch, time-major: see :func:`attentive_gru`.
+    """All decoder steps of RNNSearch, time-major, optionally with target attention: see :func:`attentive_gru`.
 
     The attention energies use tanh(x) = 2 sigmoid(2x) - 1 (sigmoid is several times faster
     than tanh on CPU), and drop the constant -sum(v) this adds to every score, to which the
     softmax is invariant: e_ij + sum(v) = v^T (2 sigmoid(2 (W s_{i-1} + U h_j))). The
     backward pass recomputes the sigmoids rather than keep T copies of ``[B, S, A]``.
+
+    Target attention (target-target-attention.txt Eq. 6-7) attends from s_{i-1} over the states
+    s_1..s_{i-1} already computed, with keys U_d s_t + b_d stored as each state appears. In
+    the backward pass the gradient of s_t collects, besides the recurrence, what every later
+    step sent back through its value and its key; going backwards in time, all of that has
+    arrived by the time step t is reached.
     """
 
     @staticmethod
     def forward(ctx, gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
                 mask: torch.Tensor, hidden_w: torch.Tensor, hidden_b: torch.Tensor, ctx_w: torch.Tensor,
-                v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                v: torch.Tensor, tq_w: Optional[torch.Tensor] = None, tkey_w: Optional[torch.Tensor] = None,
+                tkey_b: Optional[torch.Tensor] = None, tv: Optional[torch.Tensor] = None,
+                tgate_w: Optional[torch.Tensor] = None):
         T, B, H3 = gi_emb.shape
+        H = H3 // 3
         S, A = keys.size(1), keys.size(2)
-        states = s0.new_empty(T + 1, B, H3 // 3)  # s_0 .. s_T
+        target = tq_w is not None
+        states = s0.new_empty(T + 1, B, H)  # s_0 .. s_T
         states[0] = s0
         proj = s0.new_empty(T, B, H3 + A)  # [gate products; W s_{i-1}] of every step
         alphas = keys.new_empty(B, T, S)
         contexts = memory.new_empty(T, B, memory.size(2))
-        rz = s0.new_empty(T, B, 2 * H3 // 3)
+        rz = s0.new_empty(T, B, 2 * H)
         n = torch.empty_like(states[1:])
         keys2 = keys * 2
         sig = torch.empty_like(keys)  # sigmoid(2 (W s_{i-1} + U h_j)) of one step
         pad = keys.new_zeros(B * S).masked_fill_(~mask.view(-1), float("-inf"))
+        if target:
+            At = tq_w.size(0)
+            tq = s0.new_empty(T, B, At)  # W_d s_{i-1}
+            tmem = s0.new_empty(B, T, H)  # s_1 .. s_T, batch-first: the target memory
+            tkeys2 = s0.new_empty(B, T, At)  # 2 (U_d s_t + b_d)
+            betas = s0.new_zeros(B, T, T)
+            tcontexts = s0.new_zeros(T, B, H)
+            tv2 = 2 * tv.view(At)
         for i in range(T):
             torch.addmm(hidden_b, states[i], hidden_w.t(), out=proj[i])
             gh, q = proj[i].split([H3, A], dim=-1)
@@ -148,14 +167,32 @@ class AttentiveGRU(torch.autograd.Function):
             alphas[:, i] = torch.softmax(scores, dim=-1)  # Eq. 4
             torch.bmm(alphas[:, i].unsqueeze(1), memory, out=contexts[i].unsqueeze(1))  # c_i, Eq. 5
             gi = torch.addmm(gi_emb[i], contexts[i], ctx_w.t())  # [E y_{i-1}; c_i] -> gates
+            if target:
+                torch.mm(states[i], tq_w.t(), out=tq[i])
+                if i > 0:  # Eq. 6-7 over s_1..s_{i-1} (none at the first step)
+                    tsig = torch.add(tkeys2[:, :i], tq[i].unsqueeze(1), alpha=2).sigmoid_()
+                    betas[:, i, :i] = torch.softmax(tsig @ tv2, dim=-1)
+                    torch.bmm(betas[:, i, :i].unsqueeze(1), tmem[:, :i], out=tcontexts[i].unsqueeze(1))
+                    gi.addmm_(tcontexts[i], tgate_w.t())
             _gru_update(gi, gh, states[i], rz[i], n[i], states[i + 1])
-        ctx.save_for_backward(states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v)
+            if target:  # M_tgt gains s_i and its key
+                tmem[:, i] = states[i + 1]
+                torch.addmm(tkey_b, states[i + 1], tkey_w.t(), beta=2, alpha=2, out=tkeys2[:, i])
+        saved = [states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v]
+        if target:
+            saved += [tq, tmem, tkeys2, betas, tcontexts, tq_w, tkey_w, tv, tgate_w]
+            ctx.save_for_backward(*saved)
+            return states[1:], contexts, alphas, tcontexts, betas
+        ctx.save_for_backward(*saved)
         return states[1:], contexts, alphas
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, d_states: torch.Tensor, d_contexts: torch.Tensor, d_alphas: torch.Tensor):
-        states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v = ctx.saved_tensors
+    def backward(ctx, d_states: torch.Tensor, d_contexts: torch.Tensor, d_alphas: torch.Tensor,
+                 d_tcontexts: Optional[torch.Tensor] = None, d_betas: Optional[torch.Tensor] = None):
+        saved = ctx.saved_tensors
+        states, proj, keys2, alphas, contexts, rz, n, memory, hidden_w, ctx_w, v = saved[:11]
+        target = len(saved) > 11
         T, B, H = n.shape
         S, A = keys2.size(1), keys2.size(2)
         d_proj = torch.empty_like(proj)
@@ -166,10 +203,22 @@ class AttentiveGRU(torch.autograd.Function):
         de_sum = keys2.new_zeros(B, S)  # sum_i de_ij, for the -sum(v) term of e_ij
         sig = torch.empty_like(keys2)
         v4 = 4 * v.view(A)
+        if target:
+            tq, tmem, tkeys2, betas, tcontexts, tq_w, tkey_w, tv, tgate_w = saved[11:]
+            At = tq.size(2)
+            tv2, tv4 = 2 * tv.view(At), 4 * tv.view(At)
+            d_tq = torch.zeros_like(tq)
+            d_tmem = torch.zeros_like(tmem)  # dL/ds_t through the values of later steps' target contexts
+            d_tkeys = torch.zeros_like(tkeys2)  # dL/d(U_d s_t + b_d) from later steps' scores
+            d_tv = tv.new_zeros(At)
+            d_tc = torch.empty_like(tcontexts)
         ds = d_states.new_zeros(B, H)
         for i in reversed(range(T)):
-            ds = _gru_backward(ds + d_states[i], states[i], rz[i], n[i], proj[i, :, 2 * H:3 * H], d_gi[i],
-                               d_proj[i, :, :3 * H])
+            ds = ds + d_states[i]
+            if target:  # s_{i+1} as target memory of the later steps: its value and its key
+                ds = ds + d_tmem[:, i]
+                ds.addmm_(d_tkeys[:, i], tkey_w)
+            ds = _gru_backward(ds, states[i], rz[i], n[i], proj[i, :, 2 * H:3 * H], d_gi[i], d_proj[i, :, :3 * H])
             # c_i = sum_j alpha_ij h_j enters the gates
             dc = torch.addmm(d_contexts[i], d_gi[i], ctx_w, out=d_ctx[i])
             dalpha = torch.baddbmm(d_alphas[:, i].unsqueeze(1), dc.unsqueeze(1), memory.transpose(1, 2)).squeeze(1)
@@ -182,17 +231,37 @@ class AttentiveGRU(torch.autograd.Function):
             torch.mul(torch.bmm(de.unsqueeze(1), sig).squeeze(1), v4, out=d_proj[i, :, 3 * H:])
             # s_{i-1} enters the update, the gate products and the attention query
             ds = torch.addmm(ds, d_proj[i], hidden_w)
+            if target:
+                dtc = torch.addmm(d_tcontexts[i], d_gi[i], tgate_w, out=d_tc[i])
+                if i > 0:
+                    beta = betas[:, i, :i]
+                    d_tmem[:, :i].addcmul_(beta.unsqueeze(-1), dtc.unsqueeze(1))  # value path of s_1..s_{i-1}
+                    dbeta = torch.baddbmm(d_betas[:, i, :i].unsqueeze(1), dtc.unsqueeze(1),
+                                          tmem[:, :i].transpose(1, 2)).squeeze(1)
+                    dte = _softmax_backward(dbeta, beta, -1, dbeta.dtype)
+                    tsig = torch.add(tkeys2[:, :i], tq[i].unsqueeze(1), alpha=2).sigmoid_()
+                    d_tv.addmv_(tsig.reshape(-1, At).t(), dte.reshape(-1))
+                    tsig.mul_(1 - tsig).mul_(dte.unsqueeze(-1)).mul_(tv4)  # dL/d(key + query) per memory slot
+                    d_tkeys[:, :i] += tsig
+                    torch.sum(tsig, 1, out=d_tq[i])
+                    ds.addmm_(d_tq[i], tq_w)
         flat_dp = d_proj.view(T * B, -1)
         d_hidden_w = flat_dp.t() @ states[:-1].reshape(T * B, H)
         d_ctx_w = d_gi.view(T * B, -1).t() @ contexts.view(T * B, -1)
         d_memory = torch.bmm(alphas.transpose(1, 2), d_ctx.transpose(0, 1))
         d_v = (2 * d_v - de_sum.sum()).view_as(v)
-        return d_gi, ds, d_keys.mul_(v4), d_memory, None, d_hidden_w, flat_dp.sum(0), d_ctx_w, d_v
+        grads = (d_gi, ds, d_keys.mul_(v4), d_memory, None, d_hidden_w, flat_dp.sum(0), d_ctx_w, d_v)
+        if not target:
+            return grads + (None,) * 5
+        flat_tk = d_tkeys.reshape(B * T, At)
+        return grads + (d_tq.view(T * B, At).t() @ states[:-1].reshape(T * B, H),  # W_d
+                        flat_tk.t() @ tmem.reshape(B * T, H), flat_tk.sum(0),  # U_d, b_d
+                        (2 * d_tv).view_as(tv), d_gi.view(T * B, -1).t() @ tcontexts.view(T * B, H))  # v_d, C^d
 
 
 def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
                   mask: torch.Tensor, hidden_w: torch.Tensor, hidden_b: torch.Tensor, ctx_w: torch.Tensor,
-                  v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  v: torch.Tensor, target: Optional[tuple[torch.Tensor, ...]] = None) -> tuple[torch.Tensor, ...]:
     """Run the RNNSearch decoder over all target steps.
 
     ``gi_emb [T, B, 3H]`` is the embedding part of the GRU gates, ``s0 [B, H]`` the initial
@@ -200,5 +269,9 @@ def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, me
     tokens; ``hidden_w [3H + A, H]`` / ``hidden_b`` map s_{i-1} to the recurrent gate products
     and W s_{i-1}, ``ctx_w [3H, C]`` maps c_i to the gates, ``v [1, A]`` scores the attention.
     Returns the states s_1..s_T ``[T, B, H]``, contexts ``[T, B, C]`` and weights ``[B, T, S]``.
+
+    ``target`` = (W_d ``[A', H]``, U_d ``[A', H]``, b_d ``[A']``, v_d ``[1, A']``, C^d ``[3H, H]``)
+    adds target attention; then the target contexts ``[T, B, H]`` and weights ``[B, T, T]``
+    (row i over the i previous states) are returned too.
     """
-    return _in_one_dtype(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v)
+    return _in_one_dtype(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v, *(target or ()))

@@ -178,13 +178,19 @@ class RNNDecoder(nn.Module):
         ``target`` weights come as ``[B, T, T]``, row j holding β_tj for t < j and zeros elsewhere.
         """
         gi = self._input_gates(emb, state)
-        if self.cell == "gru" and self.target_attention is None:  # the hand-written recurrence: same maths, faster
-            h = self.hidden_proj
-            states, contexts, alphas = attentive_gru(
-                gi.transpose(0, 1), self._get(state, "hidden"), self._get(state, "keys"), state["memory"],
-                state["mask"], h.weight, h.bias, self.ctx_gates.weight, self.attention.v.weight)
-            states, contexts = states.transpose(0, 1), contexts.transpose(0, 1)
-            return self.logits(states, emb, contexts, None, state), states, {"source": alphas}
+        if self.cell == "gru":  # the hand-written recurrence: the same maths as _recur, faster
+            h, ta = self.hidden_proj, self.target_attention
+            target = None if ta is None else (ta.query.weight, ta.key.weight, ta.key.bias, ta.v.weight,
+                                              self.target_gates.weight)
+            out = attentive_gru(gi.transpose(0, 1), self._get(state, "hidden"), self._get(state, "keys"),
+                                state["memory"], state["mask"], h.weight, h.bias, self.ctx_gates.weight,
+                                self.attention.v.weight, target)
+            states, contexts = out[0].transpose(0, 1), out[1].transpose(0, 1)
+            weights = {"source": out[2]}
+            target_ctx = None
+            if ta is not None:
+                target_ctx, weights["target"] = out[3].transpose(0, 1), out[4]
+            return self.logits(states, emb, contexts, target_ctx, state), states, weights
         steps = emb.size(1)
         states, contexts, target_contexts, weights = [], [], [], {}
         for j in range(steps):
