@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Target attention against rnnsearch on LibreOffice en-de (issue 4's benchmark), on the peers' data
-# (lo-ende-sp8k, the same corpus as bench/rnnsearch_lo_ende.sh) and the same model sizes.
+# (lo-ende-sp8k, the same corpus as bench/rnnsearch_lo_ende.sh). The models are small (embeddings 128,
+# GRUs 128 per direction / 256) so that all five get several epochs in one sitting on a 2-core machine;
+# SIZES="--emb-size 256 --enc-size 256 --dec-size 512" gives the rnnsearch benchmark's sizes.
 # Usage: bench/target_attention_lo_ende.sh [MODEL ...]
 #   MODEL: rnnsearch target-attn ftatt-rnn rtatt-rnn bitatt-rnn (default: all five, in this order).
 #   Every model gets the same number of updates, 2 x STEPS: rnnsearch, ftatt/rtatt/bitatt-rnn from
 #   scratch; target-attn warm-started from rnnsearch's checkpoint at STEPS (as the paper does) and
-#   trained STEPS more. Then, for each: parameters, test perplexity (Eq. 13), test BLEU/chrF with beam 5,
+#   trained STEPS more (an existing rnnsearch-half checkpoint is resumed, not retrained). Then, for each: parameters, test perplexity (Eq. 13), test BLEU/chrF with beam 5,
 #   and the decoding time of the test set (beam 5 and greedy, batch 32; model loading excluded).
-# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 2000).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
+#   SIZES (model size options).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
 runs=${RUNS:-$here/runs}
 out=$runs/target
-steps=${STEPS:-2000}
+steps=${STEPS:-1500}
+read -r -a sizes <<< "${SIZES:---emb-size 128 --enc-size 128 --dec-size 256}"
 data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 models=("$@")
@@ -25,7 +29,7 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
   nmtkit preprocess --train "$data/train" --valid "$data/dev" --test "$data/test" --src en --tgt de \
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
-common=(--data "$runs/corpus" --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64
+common=(--data "$runs/corpus" "${sizes[@]}" --dropout 0.2 --batch-size 64
         --optimizer adam --lr 0.001 --clip-norm 1.0 --threads 2 --seed 1 --log-every 100 --valid-every 1000
         --valid-max-sentences 300 --patience 0)
 
@@ -33,8 +37,12 @@ for m in "${models[@]}"; do
   log=$out/$m.log
   rm -rf "$out/$m"
   if [ "$m" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
-    rm -rf "$out/rnnsearch-half"
-    nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps" 2> "$log"
+    half=(--arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps")
+    if [ -f "$out/rnnsearch-half/last.pt" ]; then  # a first half from an earlier run: resume (or keep) it
+      nmtkit train "${common[@]}" "${half[@]}" --resume 2> "$log"
+    else
+      nmtkit train "${common[@]}" "${half[@]}" 2> "$log"
+    fi
     cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
     nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
       2>> "$log"

@@ -1,4 +1,5 @@
-"""RNNSearch's recurrences as autograd functions with hand-written backward passes through time.
+"""Recurrences as autograd functions with hand-written backward passes through time: the
+encoders' GRU and LSTM layers, and RNNSearch's attentive decoder.
 
 Autograd over per-step operations spends its time on bookkeeping rather than arithmetic:
 the weight gradient as two small matrix products per step and weight, an accumulation
@@ -90,7 +91,59 @@ class MaskedGRU(torch.autograd.Function):
         return d_gi, None, d_hidden_w, flat_dgh.sum(1)
 
 
-def _in_one_dtype(function, *args):
+class MaskedLSTM(torch.autograd.Function):
+    """LSTMs over ``D`` independent sequences at once: ``(h_t, c_t) = m_t LSTM(gi_t, h_{t-1}, c_{t-1})``,
+    ``h_0 = c_0 = 0``, gates in PyTorch's (i, f, g, o) order:
+
+        i, f, o = sigmoid(.),  g = tanh(.),  c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
+
+    ``gi [T, D, B, 4H]`` holds the input products with both biases, ``mask [T, D, B, 1]`` (1 at
+    real tokens, 0 resets the state), ``hidden_w [D, 4H, H]``; returns h_1..h_T and c_1..c_T
+    ``[T, D, B, H]``.
+    """
+
+    @staticmethod
+    def forward(ctx, gi: torch.Tensor, mask: torch.Tensor, hidden_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        T, D, B, H4 = gi.shape
+        H = H4 // 4
+        h = gi.new_zeros(T + 1, D, B, H)
+        c = torch.zeros_like(h)
+        act = torch.empty_like(gi)  # the gates after their nonlinearities
+        tanh_c = torch.empty_like(h[1:])
+        for t in range(T):
+            torch.baddbmm(gi[t], h[t], hidden_w.transpose(1, 2), out=act[t])
+            act[t, ..., :2 * H].sigmoid_()
+            act[t, ..., 2 * H:3 * H].tanh_()
+            act[t, ..., 3 * H:].sigmoid_()
+            i, f, g, o = act[t].split(H, dim=-1)
+            torch.mul(f, c[t], out=c[t + 1]).addcmul_(i, g).mul_(mask[t])
+            torch.mul(o, torch.tanh(c[t + 1], out=tanh_c[t]), out=h[t + 1])
+        ctx.save_for_backward(mask, hidden_w, h, c, act, tanh_c)
+        return h[1:], c[1:]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_h: torch.Tensor, d_c: torch.Tensor):
+        mask, hidden_w, h, c, act, tanh_c = ctx.saved_tensors
+        T, D, B, H = tanh_c.shape
+        d_gates = torch.empty_like(act)
+        dh, dc = d_h.new_zeros(D, B, H), d_h.new_zeros(D, B, H)
+        for t in reversed(range(T)):
+            dh = (dh + d_h[t]) * mask[t]
+            i, f, g, o = act[t].split(H, dim=-1)
+            di, df, dg, do = d_gates[t].split(H, dim=-1)
+            _sigmoid_backward(dh * tanh_c[t], o, grad_input=do)
+            dc = torch.ops.aten.tanh_backward(dh * o, tanh_c[t]).addcmul_(dc + d_c[t], mask[t])
+            _sigmoid_backward(dc * g, i, grad_input=di)
+            _sigmoid_backward(dc * c[t], f, grad_input=df)
+            _tanh_backward(dc * i, g, grad_input=dg)
+            dc = dc * f
+            dh = torch.bmm(d_gates[t], hidden_w)
+        flat = d_gates.transpose(0, 1).reshape(D, T * B, 4 * H)
+        return d_gates, None, torch.bmm(flat.transpose(1, 2), h[:-1].transpose(0, 1).reshape(D, T * B, H))
+
+
+def in_one_dtype(function, *args):
     """Apply an autograd function outside autocast, floating inputs promoted to one dtype (the
     hand-written passes assume one; under --amp that is float32 while the matrix products around
     them still run in half precision)."""
@@ -98,22 +151,6 @@ def _in_one_dtype(function, *args):
     dtype = functools.reduce(torch.promote_types, [a.dtype for a, f in zip(args, is_float) if f])
     with torch.autocast(args[0].device.type, enabled=False):
         return function.apply(*(a.to(dtype) if f else a for a, f in zip(args, is_float)))
-
-
-def bigru(x: torch.Tensor, mask: torch.Tensor, rnn: nn.GRU) -> torch.Tensor:
-    """``rnn`` (one bidirectional GRU layer) over ``x [B, S, E]``: ``[B, S, 2H]``, zeros at padding.
-
-    The same as running ``rnn`` over the packed sequences; the backward direction starts
-    at each sentence's last token because the mask keeps its state at zero until then.
-    """
-    x = x.transpose(0, 1)
-    gi = torch.stack([F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0),  # backward direction in reverse order:
-                      F.linear(x, rnn.weight_ih_l0_reverse, rnn.bias_ih_l0_reverse).flip(0)], dim=1)
-    m = mask.t().unsqueeze(-1).to(x.dtype)
-    out = _in_one_dtype(MaskedGRU, gi, torch.stack([m, m.flip(0)], dim=1),
-                        torch.stack([rnn.weight_hh_l0, rnn.weight_hh_l0_reverse]),
-                        torch.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse]))
-    return torch.cat([out[:, 0].transpose(0, 1), out[:, 1].flip(0).transpose(0, 1)], dim=-1)
 
 
 class AttentiveGRU(torch.autograd.Function):
@@ -274,4 +311,4 @@ def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, me
     adds target attention; then the target contexts ``[T, B, H]`` and weights ``[B, T, T]``
     (row i over the i previous states) are returned too.
     """
-    return _in_one_dtype(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v, *(target or ()))
+    return in_one_dtype(AttentiveGRU, gi_emb, s0, keys, memory, mask, hidden_w, hidden_b, ctx_w, v, *(target or ()))

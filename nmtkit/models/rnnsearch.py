@@ -20,7 +20,6 @@ from nmtkit.config import Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
 from nmtkit.models.encoder import RNNEncoder
-from nmtkit.models.fused import bigru
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import CELLS, RNNDecoder
 from nmtkit.models.seq2seq import Attention, Seq2Seq
@@ -61,8 +60,7 @@ class RNNSearch(Seq2Seq):
 
     def source(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
         """The encoder's part of the state: ``memory`` h_j ``[B, S, 2H]`` and ``mask`` ``[B, S]``."""
-        mask = torch.arange(src.size(1), device=src.device) < src_lens.unsqueeze(1)
-        memory = bigru(self.dropout(self.src_emb(src)), mask, self.encoder.rnn)  # = self.encoder(...), faster
+        memory, mask, _ = self.encoder(self.dropout(self.src_emb(src)), src_lens)
         return DecoderState({"memory": memory, "mask": mask, "src_lens": src_lens}, static=("memory", "mask", "src_lens"))
 
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:

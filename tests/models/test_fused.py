@@ -1,27 +1,33 @@
 """The hand-written recurrences equal PyTorch's modules and autograd, values and gradients."""
 import pytest
 import torch
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtkit.data.batching import make_batch
 from nmtkit.models import build_model
-from nmtkit.models.fused import bigru
+from nmtkit.models.encoder import RNNEncoder
 from tests.conftest import TINY_CONFIG
 
 
-def test_bigru_equals_a_packed_bidirectional_gru():
+@pytest.mark.parametrize("cell,layers,bidirectional", [("gru", 1, True), ("gru", 2, False), ("lstm", 1, False),
+                                                       ("lstm", 2, True)])
+def test_encoder_equals_its_module_over_packed_sequences(cell, layers, bidirectional):
+    """RNNEncoder's hand-written recurrences (CPU) against its nn.GRU/nn.LSTM on packed sequences (GPU): memory, final
+    states of every layer and direction, and the gradients of the input and every parameter."""
     torch.manual_seed(0)
-    rnn = torch.nn.GRU(5, 4, batch_first=True, bidirectional=True).double()
+    encoder = RNNEncoder(5, 4, layers, cell, bidirectional).double()
     x = torch.randn(3, 6, 5, dtype=torch.float64, requires_grad=True)
     lengths = torch.tensor([6, 2, 4])
     mask = torch.arange(6) < lengths.unsqueeze(1)
-    ours = bigru(x, mask, rnn)
-    packed, _ = rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
-    ref, _ = pad_packed_sequence(packed, batch_first=True, total_length=6)
-    assert torch.allclose(ours, ref, atol=1e-12)
-    w = torch.randn_like(ref)
-    g1 = torch.autograd.grad((ours * w).sum(), [x, *rnn.parameters()])
-    g2 = torch.autograd.grad((ref * w).sum(), [x, *rnn.parameters()])
+    memory, _, final = encoder(x, lengths)  # the CPU path: hand-written
+    ref, _, ref_final = encoder.packed(x, mask, lengths)
+    final, ref_final = (final, ref_final) if cell == "lstm" else ((final,), (ref_final,))
+    assert torch.allclose(memory, ref, atol=1e-12) and (memory[~mask] == 0).all()
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(final, ref_final))
+    outputs = [memory, *final]
+    weights = [torch.randn_like(o) for o in outputs]
+    loss = lambda outs: sum((o * w).sum() for o, w in zip(outs, weights))
+    g1 = torch.autograd.grad(loss(outputs), [x, *encoder.rnn.parameters()])
+    g2 = torch.autograd.grad(loss([ref, *ref_final]), [x, *encoder.rnn.parameters()])
     assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(g1, g2))
 
 
