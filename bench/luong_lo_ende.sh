@@ -6,7 +6,8 @@
 #   Every variant trains for the same number of updates (STEPS), then translates test with beam 5
 #   and --attention-out; BLEU/chrF are printed before and after replace-unk (sacrebleu 13a
 #   against the raw test.de).
-# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 2000).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 2000),
+#   THREADS (default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -15,7 +16,8 @@ steps=${STEPS:-2000}
 data=$shared/data/lo-ende
 variants=("$@")
 [ ${#variants[@]} -eq 0 ] && variants=(general-feed general-nofeed local-p)
-export OMP_NUM_THREADS=2
+threads=${THREADS:-2}
+export OMP_NUM_THREADS=$threads
 mkdir -p "$runs/tok"
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then
@@ -37,7 +39,7 @@ fi
 # A small model (1 layer, 256 units; 6.4M parameters) so that every variant gets several epochs in one sitting:
 # on the 2-core AVX2 machine, 2 layers of 512 train at ~490 tok/s, this at ~1,600.
 common=(--arch luong --emb-size 128 --enc-size 128 --dec-size 256 --layers 1 --encoder-type brnn --dropout 0.2
-        --batch-size 64 --optimizer adam --lr 0.001 --clip-norm 1.0 --threads 2 --seed 1 --attention-window 10
+        --batch-size 64 --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1 --attention-window 10
         --max-steps "$steps" --log-every 100 --valid-every 500 --valid-max-sentences 300 --patience 0)
 for v in "${variants[@]}"; do
   case $v in
@@ -51,7 +53,7 @@ for v in "${variants[@]}"; do
   start=$(date +%s)
   nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" 2> "$runs/$v.log"
   minutes=$(( ($(date +%s) - start) / 60 ))
-  nmtkit translate -m "$out/last.pt" --beam 5 --batch-size 32 --threads 2 -i "$runs/tok/test.en" -o "$out/test.de" \
+  nmtkit translate -m "$out/last.pt" --beam 5 --batch-size 32 --threads "$threads" -i "$runs/tok/test.en" -o "$out/test.de" \
     --attention-out "$out/test.att.h5" 2>> "$runs/$v.log"
   nmtkit replace-unk --src "$runs/tok/test.en" --attention "$out/test.att.h5" --dict "$runs/lex.tsv" \
     -i "$out/test.de" -o "$out/test.unk.de" 2>> "$runs/$v.log"
