@@ -7,10 +7,12 @@
 #   MODEL: rnnsearch target-attn ftatt-rnn rtatt-rnn bitatt-rnn (default: all five, in this order).
 #   Every model gets the same number of updates, 2 x STEPS: rnnsearch, ftatt/rtatt/bitatt-rnn from
 #   scratch; target-attn warm-started from rnnsearch's checkpoint at STEPS (as the paper does) and
-#   trained STEPS more (an existing rnnsearch-half checkpoint is resumed, not retrained). Then, for each: parameters, test perplexity (Eq. 13), test BLEU/chrF with beam 5,
-#   and the decoding time of the test set (beam 5 and greedy, batch 32; model loading excluded).
+#   trained STEPS more (an existing rnnsearch-half checkpoint is resumed, not retrained). Then, for each:
+#   parameters, test perplexity (Eq. 13), test BLEU/chrF with beam 5, and the decoding time of the test
+#   set (beam 5 and greedy, batch 32; model loading excluded).
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
-#   SIZES (model size options).
+#   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
+#   to time decoding on a quiet machine).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -22,7 +24,8 @@ data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(rnnsearch target-attn ftatt-rnn rtatt-rnn bitatt-rnn)
-export OMP_NUM_THREADS=2
+threads=${THREADS:-2}
+export OMP_NUM_THREADS=$threads
 mkdir -p "$out"
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then
@@ -30,34 +33,36 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
 common=(--data "$runs/corpus" "${sizes[@]}" --dropout 0.2 --batch-size 64
-        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads 2 --seed 1 --log-every 100 --valid-every 1000
+        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1 --log-every 100 --valid-every 1000
         --valid-max-sentences 300 --patience 0)
 
 for m in "${models[@]}"; do
   log=$out/$m.log
-  rm -rf "$out/$m"
-  if [ "$m" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
-    half=(--arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps")
-    if [ -f "$out/rnnsearch-half/last.pt" ]; then  # a first half from an earlier run: resume (or keep) it
-      nmtkit train "${common[@]}" "${half[@]}" --resume 2> "$log"
+  if [ "${TRAIN:-1}" != 0 ]; then
+    rm -rf "$out/$m"
+    if [ "$m" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
+      half=(--arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps")
+      if [ -f "$out/rnnsearch-half/last.pt" ]; then  # a first half from an earlier run: resume (or keep) it
+        nmtkit train "${common[@]}" "${half[@]}" --resume 2> "$log"
+      else
+        nmtkit train "${common[@]}" "${half[@]}" 2> "$log"
+      fi
+      cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
+      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
+        2>> "$log"
+    elif [ "$m" = target-attn ]; then
+      nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
+        --init-from "$out/rnnsearch-half/last.pt" --init-optimizer --init-lr 2> "$log"
     else
-      nmtkit train "${common[@]}" "${half[@]}" 2> "$log"
+      nmtkit train "${common[@]}" --arch "$m" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
     fi
-    cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
-    nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
-      2>> "$log"
-  elif [ "$m" = target-attn ]; then
-    nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
-      --init-from "$out/rnnsearch-half/last.pt" --init-optimizer --init-lr 2> "$log"
-  else
-    nmtkit train "${common[@]}" --arch "$m" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
   fi
   params=$(grep -o "^$m: [0-9,]* parameters" "$log" | tail -1)
   ppl=$(nmtkit score --metric ppl -m "$out/$m/last.pt" --src "$data/test.en" -r "$data/test.de" --score-only)
   echo "== $params; test perplexity $ppl"
   for mode in "--beam 5" "--greedy"; do
     name=$(echo "$mode" | tr -d ' -')
-    nmtkit translate -m "$out/$m/last.pt" $mode --batch-size 32 --threads 2 -i "$data/test.en" \
+    nmtkit translate -m "$out/$m/last.pt" $mode --batch-size 32 --threads "$threads" -i "$data/test.en" \
       -o "$out/$m.$name.de" 2> "$out/$m.$name.log"
     printf '%-6s BLEU %s  chrF %s  %s\n' "$name" \
       "$(nmtkit score --metric bleu -r "$data/test.de" -i "$out/$m.$name.de" --score-only)" \
