@@ -192,6 +192,11 @@ class Trainer:
         last_valid: dict = {}
         stop_reason = None
         self._wall_start, self._wall_base = time.perf_counter(), p["wall"]
+        done = self._stop_reason(budget)
+        if done:  # a resumed run that had already finished: not one more update or validation
+            if self.dist.is_main:
+                log(f"nothing to do: {done} already ({p['step']} updates, epoch {p['epoch']})")
+            return last_valid
         with progress(transient=False) as bar:
             task = bar.add_task("training", total=c["max_steps"] or None, completed=p["step"], info="")
             while stop_reason is None:
@@ -225,8 +230,8 @@ class Trainer:
                     p["batch"] = 0
                     if self.batches.skipped and self.dist.is_main:
                         log(f"epoch {p['epoch'] - 1}: skipped {self.batches.skipped} pairs longer than {c['max_len']} tokens")
-                    if c["max_epochs"] and p["epoch"] > c["max_epochs"]:
-                        stop_reason = f"{c['max_epochs']} epochs done"
+                    stop_reason = self._stop_reason(budget)
+                    if stop_reason:
                         last_valid = self._validate_and_save()
         if self.dist.is_main:
             log(f"stopped: {stop_reason}; {p['step']} updates, best {c['decay_metric']} {self.schedule.best}")
@@ -239,6 +244,8 @@ class Trainer:
             return f"{c['max_steps']} updates done"
         if p["wall"] >= budget:
             return f"{c['max_time']:g} minutes of training done"
+        if c["max_epochs"] and p["epoch"] > c["max_epochs"]:
+            return f"{c['max_epochs']} epochs done"
         return None
 
     def _log_train(self, window: dict, bar, task) -> None:

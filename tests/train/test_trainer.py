@@ -84,6 +84,18 @@ def test_resume_after_a_kill_continues_like_an_unkilled_run(reverse_corpus, tmp_
     assert resumed == reference
 
 
+def test_resuming_a_finished_run_changes_nothing(reverse_corpus, tmp_path):
+    """Not one more update or validation (which could halve the learning rate) once --max-steps is reached."""
+    cfg = config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=4, valid_every=2, threads=1)
+    Trainer(cfg).train()
+    before = {name: (tmp_path / name).read_bytes() for name in ("last.pt", "best.pt", "train.jsonl")}
+    Trainer(cfg, resume=True).train()
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    Trainer({**cfg, "max_steps": 6}, resume=True).train()  # a larger budget goes on
+    steps = [json.loads(l)["step"] for l in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert max(steps) == 6
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
