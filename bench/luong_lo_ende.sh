@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # luong variants and replace-unk on LibreOffice en-de with word-level vocabularies (issue 3's benchmark).
-# Usage: bench/luong_lo_ende.sh [VARIANT ...]   (default: general-feed general-nofeed local-p)
+# Usage: bench/luong_lo_ende.sh [VARIANT ...]   (default: general-feed general-nofeed local-p local-p-warm)
 #   Text is tokenised with sacrebleu's 13a tokenizer, vocabularies are the 10,000 most frequent
 #   words per side (so <unk> occurs), and the replace-unk dictionary comes from `nmtkit align`.
-#   Every variant trains for the same number of updates (STEPS), then translates test with beam 5
+#   Every variant trains for the same number of updates (STEPS): local-p-warm is general-feed for STEPS/2
+#   updates and then local-p, warm-started from it, for STEPS/2 (from scratch, local-p's predicted
+#   position p_t saturates at the sentence end within 100 updates; see bench/README.md). Each then translates test with beam 5
 #   and --attention-out; BLEU/chrF are printed before and after replace-unk (sacrebleu 13a
 #   against the raw test.de).
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 2000),
@@ -15,7 +17,7 @@ runs=${RUNS:-$here/runs}/luong
 steps=${STEPS:-2000}
 data=$shared/data/lo-ende
 variants=("$@")
-[ ${#variants[@]} -eq 0 ] && variants=(general-feed general-nofeed local-p)
+[ ${#variants[@]} -eq 0 ] && variants=(general-feed general-nofeed local-p local-p-warm)
 threads=${THREADS:-2}
 export OMP_NUM_THREADS=$threads
 mkdir -p "$runs/tok"
@@ -45,13 +47,21 @@ for v in "${variants[@]}"; do
   case $v in
     general-feed)   opts=(--attention global --global-attention general --input-feed) ;;
     general-nofeed) opts=(--attention global --global-attention general --no-input-feed) ;;
-    local-p)        opts=(--attention local-p --global-attention general --input-feed) ;;
+    local-p|local-p-warm) opts=(--attention local-p --global-attention general --input-feed) ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
   out=$runs/$v
   rm -rf "$out"
   start=$(date +%s)
-  nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" 2> "$runs/$v.log"
+  if [ "$v" = local-p-warm ]; then  # half the budget with global attention, half with local-p from it
+    rm -rf "$out-global"
+    nmtkit train --data "$runs/corpus" --save-dir "$out-global" "${common[@]}" --max-steps $((steps / 2)) \
+      --attention global --global-attention general --input-feed 2> "$runs/$v.log"
+    nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" --max-steps $((steps / 2)) \
+      --init-from "$out-global/last.pt" 2>> "$runs/$v.log"
+  else
+    nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" 2> "$runs/$v.log"
+  fi
   minutes=$(( ($(date +%s) - start) / 60 ))
   nmtkit translate -m "$out/last.pt" --beam 5 --batch-size 32 --threads "$threads" -i "$runs/tok/test.en" -o "$out/test.de" \
     --attention-out "$out/test.att.h5" 2>> "$runs/$v.log"
