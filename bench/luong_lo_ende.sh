@@ -5,9 +5,9 @@
 #   words per side (so <unk> occurs), and the replace-unk dictionary comes from `nmtkit align`.
 #   Every variant trains for the same number of updates (STEPS): local-p-warm is general-feed for STEPS/2
 #   updates and then local-p, warm-started from it, for STEPS/2 (from scratch, local-p's predicted
-#   position p_t saturates at the sentence end within 100 updates; see bench/README.md). Each then translates test with beam 5
-#   and --attention-out; BLEU/chrF are printed before and after replace-unk (sacrebleu 13a
-#   against the raw test.de).
+#   position p_t saturates at the sentence end within 100 updates; see bench/README.md). Each then
+#   translates test with beam 5 and --attention-out; BLEU/chrF are printed before and after replace-unk
+#   (sacrebleu 13a against the raw test.de).
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 2000),
 #   THREADS (default 2).
 set -euo pipefail
