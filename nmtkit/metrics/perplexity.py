@@ -13,14 +13,15 @@ from nmtkit.train.loss import cross_entropy
 
 @torch.no_grad()
 def corpus_nll(model: Seq2Seq, batches: Iterable[Batch], device: torch.device) -> tuple[float, int]:
-    """Summed negative log-likelihood and number of target tokens (``</s>`` included)."""
+    """Summed negative log-likelihood and number of target tokens (``</s>`` included), each target
+    conditioned on its source as decoding conditions it (:meth:`Seq2Seq.score_logits`)."""
     was_training = model.training
     model.eval()
     total, tokens = 0.0, 0
     try:
         for batch in batches:
             batch = batch.to(device)
-            logits, _ = model(batch)
+            logits = model.score_logits(batch)
             total += float(cross_entropy(logits, batch.tgt_out))
             tokens += batch.tgt_tokens
     finally:

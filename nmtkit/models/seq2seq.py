@@ -24,6 +24,9 @@ class Seq2Seq(nn.Module):
     - ``encode(src, src_lens)``: the initial :class:`DecoderState` for a batch of sources.
     - ``decode_step(prev, state)``: log-probabilities ``[B, V]`` of the next token given the
       previous tokens ``[B]``, the new state, and this step's attention (name -> ``[B, ...]``).
+    - ``score_logits(batch)``: teacher-forced logits of the target given the source alone, as
+      decoding conditions them; perplexity (Eq. 13) is computed from these. The same as
+      ``forward`` unless training conditions on the reference otherwise (R̃ of rtatt/bitatt-rnn).
 
     A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
     """
@@ -46,6 +49,10 @@ class Seq2Seq(nn.Module):
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         raise NotImplementedError
+
+    def score_logits(self, batch: Batch) -> torch.Tensor:
+        """Teacher-forced logits ``[B, T, V]`` of ``batch.tgt_out`` given the source, conditioned as in decoding."""
+        return self(batch)[0]
 
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
         raise NotImplementedError

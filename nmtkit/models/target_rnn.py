@@ -70,6 +70,14 @@ class TargetRNN(RNNSearch):
         future = self.reverse_context(state) if self.reverse is not None else None
         return self.decoder.start(state, src_lens, future)
 
+    def score_logits(self, batch: Batch) -> torch.Tensor:
+        """The forward decoder teacher-forced with R̃ from the greedy reverse pass, as two-pass decoding
+        has it: training's R̃ comes from the reference, which would let the score see the target."""
+        if self.reverse is None:
+            return super().score_logits(batch)
+        logits, _, _ = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch.src, batch.src_lens))
+        return logits
+
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         if self.reverse is None:
             return super().forward(batch)

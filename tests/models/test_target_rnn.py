@@ -177,3 +177,24 @@ def test_beam_search_writes_target_attention_rows_over_previous_outputs():
         assert h.attention["target"].shape == (n, n - 1)
         for j in range(1, n):
             assert abs(h.attention["target"][j, :j].sum() - 1) < 1e-5
+
+
+@pytest.mark.parametrize("arch", ARCHS + ["rnnsearch"])
+def test_scoring_equals_decoding_from_the_source_alone(arch):
+    """score_logits (perplexity, Eq. 13) gives what decode_step gives from encode: for rtatt/bitatt-rnn,
+    R̃ of the greedy reverse pass (§3.3), not of the reference."""
+    m, b = model(arch), batch()
+    with torch.no_grad():
+        scored = torch.log_softmax(m.score_logits(b), -1)
+        decoded, _ = step_by_step(m, b, m.encode(b.src, b.src_lens))
+    mask = b.tgt_out != 0
+    assert torch.allclose(scored[mask], decoded[mask], atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["rtatt-rnn", "bitatt-rnn"])
+def test_scoring_does_not_see_the_reference_through_the_reverse_decoder(arch):
+    m, b = model(arch), batch()
+    other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)  # y_4 of sentence 0 changes
+    with torch.no_grad():
+        assert torch.equal(m.score_logits(b)[0, :4], m.score_logits(other)[0, :4])
+        assert not torch.allclose(m(b)[0][0, :4], m(other)[0][0, :4])  # training's R̃ reads the reference
