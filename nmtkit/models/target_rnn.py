@@ -10,7 +10,8 @@
 - ``bitatt-rnn`` (§3.3, Eq. 21-23): both.
 
 With a reverse decoder, training minimises the forward and the reverse cross-entropy together
-(Eq. 20, 23), R̃ coming from the reverse decoder run over the reference; decoding is two-pass
+(Eq. 20, 23), R̃ coming from the reverse decoder run over the reference (``reverse_context:
+reference``, the paper) or, held fixed, from its greedy pass as in decoding (``greedy``); decoding is two-pass
 (§3.3): :meth:`TargetRNN.encode` first decodes greedily right to left, then the forward
 decoder searches (beam or greedy) with R̃ of that pass, through the same ``decode_step`` as
 every model.
@@ -22,6 +23,7 @@ from typing import Optional
 import torch
 
 from nmtkit.data.batching import Batch
+from nmtkit.config import Option
 from nmtkit.data.vocab import BOS, EOS, PAD
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
@@ -31,7 +33,20 @@ from nmtkit.models.state import DecoderState
 REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·S + b steps if </s> never comes
 
 
+CONTEXTS = ("reference", "greedy")
+REVERSE_OPTIONS = RNN_OPTIONS + [
+    Option("reverse_context", "reference", "rtatt/bitatt-rnn: R̃ in training from the reverse decoder teacher-forced "
+           "on the reference (the paper, Eq. 20) or from its greedy pass, as two-pass decoding has it", choices=CONTEXTS),
+]
+
+
 class TargetRNN(RNNSearch):
+    def __init__(self, *args, reverse_context: str = "reference", **kwargs):
+        super().__init__(*args, **kwargs)
+        if reverse_context not in CONTEXTS:
+            raise ValueError(f"unknown reverse_context {reverse_context!r}")
+        self.context_from = reverse_context
+
     def _forced_reverse(self, state: DecoderState, reverse_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The reverse decoder teacher-forced on ``reverse_in`` (``<s> y_T .. y_1``): its logits and R̃."""
         state = self.reverse.start(state, state["src_lens"])
@@ -84,6 +99,9 @@ class TargetRNN(RNNSearch):
         state = self.source(batch.src, batch.src_lens)
         reverse_in, reverse_out = batch.reversed_target()
         reverse_logits, future = self._forced_reverse(state, reverse_in)  # R̃ (Eq. 19) from the reference
+        if self.context_from == "greedy":  # R̃ as two-pass decoding computes it, a fixed input here
+            with torch.no_grad():
+                future = self.reverse_context(state)
         state = self.decoder.start(state, batch.src_lens, future)
         logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
         weights[AUXILIARY] = [(reverse_logits, reverse_out)]  # the second sum of Eq. 20 / 23
@@ -103,10 +121,12 @@ VARIANTS = {
 
 
 def _register(name: str, target_attention: bool, reverse: bool, description: str) -> None:
-    @register_model(name, RNN_OPTIONS, description)
+    options = REVERSE_OPTIONS if reverse else RNN_OPTIONS
+
+    @register_model(name, options, description)
     def build(config: dict, src_vocab: int, tgt_vocab: int) -> TargetRNN:
         return TargetRNN(src_vocab, tgt_vocab, target_attention=target_attention, reverse=reverse,
-                         **option_values(config, RNN_OPTIONS))
+                         **option_values(config, options))
 
 
 for _name, (_target, _reverse, _description) in VARIANTS.items():

@@ -111,9 +111,10 @@ def test_reverse_targets_read_the_reference_right_to_left():
     assert rev_out.tolist() == [[6, 5, 4, 3], [7, 3, 0, 0]]
 
 
-@pytest.mark.parametrize("arch", ["rtatt-rnn", "bitatt-rnn"])
-def test_joint_loss_covers_the_reverse_decoder(arch):
-    m, b = model(arch).train(), batch()
+@pytest.mark.parametrize("arch,context", [("rtatt-rnn", "reference"), ("bitatt-rnn", "reference"),
+                                          ("bitatt-rnn", "greedy")])
+def test_joint_loss_covers_the_reverse_decoder(arch, context):
+    m, b = model(arch, reverse_context=context).train(), batch()
     logits, extras = m(b)
     (aux_logits, gold), = extras[AUXILIARY]
     assert aux_logits.shape == logits.shape and torch.equal(gold, b.reversed_target()[1])
@@ -198,3 +199,15 @@ def test_scoring_does_not_see_the_reference_through_the_reverse_decoder(arch):
     with torch.no_grad():
         assert torch.equal(m.score_logits(b)[0, :4], m.score_logits(other)[0, :4])
         assert not torch.allclose(m(b)[0][0, :4], m(other)[0][0, :4])  # training's R̃ reads the reference
+
+
+def test_greedy_reverse_context_trains_the_forward_decoder_as_it_decodes():
+    """reverse_context: greedy gives the forward decoder R̃ of the greedy reverse pass in training too, so the
+    teacher-forced forward pass is what scoring and decoding compute, and never reads the reference's R̃."""
+    m, b = model("bitatt-rnn", reverse_context="greedy"), batch()
+    other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)
+    with torch.no_grad():
+        assert torch.allclose(m(b)[0], m.score_logits(b), atol=1e-6)
+        assert torch.equal(m(b)[0][0, :4], m(other)[0][0, :4])
+    with pytest.raises(ValueError, match="reverse_context"):
+        model("rtatt-rnn", reverse_context="oracle")
