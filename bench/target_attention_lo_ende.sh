@@ -12,7 +12,8 @@
 #   set (beam 5 and greedy, batch 32; model loading excluded).
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
 #   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
-#   to time decoding on a quiet machine).
+#   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context greedy")
+#   with TAG (a suffix for the run's names, e.g. "-greedy").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -20,6 +21,8 @@ runs=${RUNS:-$here/runs}
 out=$runs/target
 steps=${STEPS:-1500}
 read -r -a sizes <<< "${SIZES:---emb-size 128 --enc-size 128 --dec-size 256}"
+read -r -a options <<< "${OPTIONS:-}"
+tag=${TAG:-}
 data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 models=("$@")
@@ -32,15 +35,16 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
   nmtkit preprocess --train "$data/train" --valid "$data/dev" --test "$data/test" --src en --tgt de \
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
-common=(--data "$runs/corpus" "${sizes[@]}" --dropout 0.2 --batch-size 64
+common=(--data "$runs/corpus" "${sizes[@]}" "${options[@]}" --dropout 0.2 --batch-size 64
         --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1 --log-every 100 --valid-every 1000
         --valid-max-sentences 300 --patience 0)
 
-for m in "${models[@]}"; do
+for arch in "${models[@]}"; do
+  m=$arch$tag
   log=$out/$m.log
   if [ "${TRAIN:-1}" != 0 ]; then
     rm -rf "$out/$m"
-    if [ "$m" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
+    if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
       half=(--arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps")
       if [ -f "$out/rnnsearch-half/last.pt" ]; then  # a first half from an earlier run: resume (or keep) it
         nmtkit train "${common[@]}" "${half[@]}" --resume 2> "$log"
@@ -50,14 +54,14 @@ for m in "${models[@]}"; do
       cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
       nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
         2>> "$log"
-    elif [ "$m" = target-attn ]; then
+    elif [ "$arch" = target-attn ]; then
       nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
         --init-from "$out/rnnsearch-half/last.pt" --init-optimizer --init-lr 2> "$log"
     else
-      nmtkit train "${common[@]}" --arch "$m" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
+      nmtkit train "${common[@]}" --arch "$arch" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
     fi
   fi
-  params=$(grep -o "^$m: [0-9,]* parameters" "$log" | tail -1)
+  params=$(grep -o "^$arch: [0-9,]* parameters" "$log" | tail -1)
   ppl=$(nmtkit score --metric ppl -m "$out/$m/last.pt" --src "$data/test.en" -r "$data/test.de" --score-only)
   echo "== $params; test perplexity $ppl"
   for mode in "--beam 5" "--greedy"; do
