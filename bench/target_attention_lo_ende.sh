@@ -45,12 +45,10 @@ for arch in "${models[@]}"; do
   if [ "${TRAIN:-1}" != 0 ]; then
     rm -rf "$out/$m"
     if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
-      half=(--arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps")
-      if [ -f "$out/rnnsearch-half/last.pt" ]; then  # a first half from an earlier run: resume (or keep) it
-        nmtkit train "${common[@]}" "${half[@]}" --resume 2> "$log"
-      else
-        nmtkit train "${common[@]}" "${half[@]}" 2> "$log"
-      fi
+      resume=()  # a first half from an earlier run is resumed (or kept, if finished)
+      [ -f "$out/rnnsearch-half/last.pt" ] && resume=(--resume)
+      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps" \
+        "${resume[@]}" 2> "$log"
       cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
       nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
         2>> "$log"

@@ -11,10 +11,10 @@
 
 With a reverse decoder, training minimises the forward and the reverse cross-entropy together
 (Eq. 20, 23), R̃ coming from the reverse decoder run over the reference (``reverse_context:
-reference``, the paper) or, held fixed, from its greedy pass as in decoding (``greedy``); decoding is two-pass
-(§3.3): :meth:`TargetRNN.encode` first decodes greedily right to left, then the forward
-decoder searches (beam or greedy) with R̃ of that pass, through the same ``decode_step`` as
-every model.
+reference``, the paper) or, held fixed, from its greedy pass as in decoding (``greedy``).
+Decoding is two-pass (§3.3): :meth:`TargetRNN.encode` first decodes greedily right to left,
+then the forward decoder searches (beam or greedy) with R̃ of that pass, through the same
+``decode_step`` as every model.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from typing import Optional
 
 import torch
 
-from nmtkit.data.batching import Batch
 from nmtkit.config import Option
+from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS, PAD
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
@@ -86,12 +86,9 @@ class TargetRNN(RNNSearch):
         return self.decoder.start(state, src_lens, future)
 
     def score_logits(self, batch: Batch) -> torch.Tensor:
-        """The forward decoder teacher-forced with R̃ from the greedy reverse pass, as two-pass decoding
-        has it: training's R̃ comes from the reference, which would let the score see the target."""
-        if self.reverse is None:
-            return super().score_logits(batch)
-        logits, _, _ = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch.src, batch.src_lens))
-        return logits
+        """RNNSearch's teacher-forced pass from :meth:`encode`, whose R̃ comes from the greedy reverse pass
+        as in two-pass decoding: training's R̃ may come from the reference, which the score must not see."""
+        return super().forward(batch)[0]
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
         if self.reverse is None:
