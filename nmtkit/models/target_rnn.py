@@ -29,8 +29,9 @@ from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
 from nmtkit.models.seq2seq import AUXILIARY, Attention
 from nmtkit.models.state import DecoderState
+from nmtkit.search.hypothesis import max_lengths
 
-REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·S + b steps if </s> never comes
+REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·|x| + b words and one more step if </s> never comes
 
 
 CONTEXTS = ("reference", "greedy")
@@ -59,26 +60,32 @@ class TargetRNN(RNNSearch):
 
         With ``reverse_in`` (``<s> y_T .. y_1``) the reverse decoder is teacher-forced, as in
         training, and K = T + 1; without, it decodes greedily until it emits ``</s>`` (§3.3),
-        the step that emits it included.
+        the step that emits it included, or for at most a·|x| + b + 1 steps (``REVERSE_MAX_LEN``);
+        a sentence leaves the batch when it ends.
         """
         if reverse_in is not None:
             return self._forced_reverse(state, reverse_in)[1]
         state = self.reverse.start(state, state["src_lens"])
-        batch = state.batch_size
-        prev = torch.full((batch,), BOS, dtype=torch.long, device=state["mask"].device)
-        live = torch.ones(batch, dtype=torch.bool, device=prev.device)
-        total, count = None, torch.zeros(batch, 1, device=prev.device)
-        a, b = REVERSE_MAX_LEN
-        for _ in range(a * state["mask"].size(1) + b):
+        live = torch.arange(state.batch_size, device=state["mask"].device)  # original rows still decoding
+        steps = max_lengths(state["src_lens"], *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
+        prev = torch.full_like(live, BOS)
+        total = None
+        rows, means = [], []
+        for step in range(1, int(steps.max()) + 1):
             logits, state, _ = self.reverse.step(self.dropout(self.tgt_emb(prev)), state)
-            s = state["reverse_hidden"] * live.unsqueeze(1)
+            s = state["reverse_hidden"]
             total = s if total is None else total + s
-            count += live.unsqueeze(1)
             prev = logits.argmax(-1)
-            live &= prev != EOS
-            if not live.any():
-                break
-        return total / count.to(total.dtype)
+            done = (prev == EOS) | (steps[live] <= step)
+            if done.any():  # finished sentences leave the batch, as in greedy search
+                rows.append(live[done])
+                means.append(total[done] / step)
+                keep = (~done).nonzero().flatten()
+                live, prev, total = live[keep], prev[keep], total[keep]
+                if not live.numel():
+                    break
+                state = state.reorder(keep)
+        return torch.cat(means)[torch.cat(rows).argsort()]
 
     def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
         state = self.source(src, src_lens)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.vocab import BOS
+from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models import build_model
 from nmtkit.models.seq2seq import AUXILIARY
 from nmtkit.search.beam import beam_search
@@ -136,12 +136,26 @@ def test_greedy_reverse_pass_stops_at_end_of_sentence():
     """R̃ is the mean of the states up to the one that emits </s>: with </s> always the best word, one state."""
     m, b = model("rtatt-rnn"), batch()
     with torch.no_grad():
-        m.reverse.output.bias[3] = 100.0  # </s>
+        m.reverse.output.bias[EOS] = 100.0
         state = m.source(b.src, b.src_lens)
         future = m.reverse_context(state)
         first = m.reverse.start(state, b.src_lens)
         _, first, _ = m.reverse.step(m.tgt_emb(torch.full((3,), BOS)), first)
     assert torch.allclose(future, first["reverse_hidden"], atol=1e-6)
+
+
+@pytest.mark.parametrize("eos_bias", [-0.2, -0.15, -0.1])
+def test_greedy_reverse_pass_of_a_sentence_does_not_depend_on_its_batch(eos_bias):
+    """Sentences leave the reverse pass when they end or reach their own length limit: each R̃ is the one
+    the sentence gets alone. With these biases the sentences (6, 3 and 8 source tokens) end at the first step or
+    run to their limits of 21, 15 and 25 steps: all at their limits, one early, two early."""
+    m, b = model("rtatt-rnn"), batch()
+    with torch.no_grad():
+        m.reverse.output.bias[EOS] += eos_bias
+        together = m.reverse_context(m.source(b.src, b.src_lens))
+        for i, n in enumerate(b.src_lens.tolist()):
+            alone = m.reverse_context(m.source(b.src[i:i + 1, :n], b.src_lens[i:i + 1]))
+            assert torch.allclose(together[i], alone[0], atol=1e-6)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
