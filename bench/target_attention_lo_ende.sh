@@ -13,7 +13,7 @@
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
 #   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
 #   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context greedy")
-#   with TAG (a suffix for the run's names, e.g. "-greedy").
+#   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; with a TAG such as "-seed2").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -23,6 +23,7 @@ steps=${STEPS:-1500}
 read -r -a sizes <<< "${SIZES:---emb-size 128 --enc-size 128 --dec-size 256}"
 read -r -a options <<< "${OPTIONS:-}"
 tag=${TAG:-}
+half=$out/rnnsearch$tag-half  # rnnsearch after STEPS updates: target-attn's warm start
 data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 models=("$@")
@@ -36,7 +37,7 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
 common=(--data "$runs/corpus" "${sizes[@]}" "${options[@]}" --dropout 0.2 --batch-size 64
-        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1 --log-every 100 --valid-every 1000
+        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed "${SEED:-1}" --log-every 100 --valid-every 1000
         --valid-max-sentences 300 --patience 0)
 
 for arch in "${models[@]}"; do
@@ -46,15 +47,14 @@ for arch in "${models[@]}"; do
     rm -rf "$out/$m"
     if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
       resume=()  # a first half from an earlier run is resumed (or kept, if finished)
-      [ -f "$out/rnnsearch-half/last.pt" ] && resume=(--resume)
-      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch-half" --max-steps "$steps" \
-        "${resume[@]}" 2> "$log"
-      cp -r "$out/rnnsearch-half" "$out/rnnsearch"  # then on to 2 x STEPS: an exact resume
-      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/rnnsearch" --max-steps $((2 * steps)) --resume \
+      [ -f "$half/last.pt" ] && resume=(--resume)
+      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$half" --max-steps "$steps" "${resume[@]}" 2> "$log"
+      cp -r "$half" "$out/$m"  # then on to 2 x STEPS: an exact resume
+      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/$m" --max-steps $((2 * steps)) --resume \
         2>> "$log"
     elif [ "$arch" = target-attn ]; then
       nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
-        --init-from "$out/rnnsearch-half/last.pt" --init-optimizer --init-lr 2> "$log"
+        --init-from "$half/last.pt" --init-optimizer --init-lr 2> "$log"
     else
       nmtkit train "${common[@]}" --arch "$arch" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
     fi
