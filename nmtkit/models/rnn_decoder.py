@@ -31,6 +31,8 @@ from nmtkit.models.seq2seq import Attention
 from nmtkit.models.state import DecoderState
 
 CELLS = ("gru", "lstm")
+# the maps through which target attention (Eq. 10-11) and R̃ (Eq. 19) enter the gates and the output
+BRIDGES = ("target_gates", "target_readout", "extra_gates", "extra_readout")
 
 
 def gru_update(gi: torch.Tensor, gh: torch.Tensor, h: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import PAD
 from nmtkit.models.encoder import RNNEncoder
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnn_decoder import CELLS, RNNDecoder
+from nmtkit.models.rnn_decoder import BRIDGES, CELLS, RNNDecoder
 from nmtkit.models.seq2seq import Attention, Seq2Seq
 from nmtkit.models.state import DecoderState
 
@@ -39,6 +39,8 @@ RNN_OPTIONS = [
 
 
 class RNNSearch(Seq2Seq):
+    bridges = BRIDGES
+
     def __init__(self, src_vocab: int, tgt_vocab: int, emb_size: int = 256, enc_size: int = 256,
                  dec_size: int = 512, att_size: int = 0, readout_size: int = 0, dropout: float = 0.2,
                  tie_embeddings: bool = False, param_init: float = 0.1, decoder_cell: str = "gru",

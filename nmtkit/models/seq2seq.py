@@ -31,6 +31,11 @@ class Seq2Seq(nn.Module):
     A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
     """
 
+    #: Names of the modules through which a component's output enters the rest of the network
+    #: (target attention into the decoder's gates, say). A warm start zeroes the new ones, so that
+    #: the model starts out computing what its checkpoint computed and learns to use the component.
+    bridges: tuple[str, ...] = ()
+
     def init_parameters(self, param_init: float, tie_embeddings: bool, outputs: Sequence[nn.Linear] = ()) -> None:
         """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie outputs.
 

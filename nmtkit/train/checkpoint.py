@@ -63,12 +63,18 @@ def load_model(path: PathLike, device: Optional[torch.device] = None):
     return model, src_vocab, tgt_vocab, config
 
 
-def warm_start(model: torch.nn.Module, ckpt: dict) -> tuple[list[str], list[str]]:
-    """Copy the parameters of ``ckpt`` whose name and shape match; return (new, unused) names."""
+def warm_start(model: torch.nn.Module, ckpt: dict) -> tuple[list[str], list[str], list[str]]:
+    """Copy the parameters of ``ckpt`` whose name and shape match and zero the new ones that belong to
+    the model's ``bridges``; return the (new, unused, zeroed) names."""
     source = ckpt["model"]
     own = model.state_dict()
     matched = {k: v for k, v in source.items() if k in own and own[k].shape == v.shape}
     model.load_state_dict(matched, strict=False)
     new = sorted(k for k in own if k not in matched)
     unused = sorted(k for k in source if k not in matched)
-    return new, unused
+    bridges = set(getattr(model, "bridges", ()))
+    zeroed = [k for k in new if k.rsplit(".", 2)[-2] in bridges]
+    with torch.no_grad():
+        for k in zeroed:
+            model.get_parameter(k).zero_()
+    return new, unused, zeroed

@@ -114,10 +114,12 @@ class Trainer:
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
         ckpt = load_checkpoint(path)
-        new, unused = warm_start(self.model, ckpt)
+        new, unused, zeroed = warm_start(self.model, ckpt)
         if self.dist.is_main:
             log(f"warm start from {path} ({ckpt['config']['arch']}): {len(self.model.state_dict()) - len(new)} "
                 f"parameter tensors loaded, {len(new)} new" + (": " + ", ".join(new) if new else ""))
+            if zeroed:
+                log(f"  starting at zero, so that the model first computes what the checkpoint did: {', '.join(zeroed)}")
             if unused:
                 log(f"  not used from the checkpoint: {', '.join(unused)}")
         if init_optimizer:

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from nmtkit.data.batching import make_batch
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
@@ -40,7 +41,22 @@ def test_broken_or_foreign_files_are_clear_errors(tmp_path):
 def test_warm_start_copies_matching_parameters_and_lists_new_ones():
     small = build_model(TINY_CONFIG, 20, 20)
     bigger = build_model({**TINY_CONFIG, "readout_size": 8}, 20, 20)
-    new, unused = warm_start(bigger, {"model": small.state_dict()})
+    new, unused, zeroed = warm_start(bigger, {"model": small.state_dict()})
+    assert zeroed == []
     assert new == ["decoder.output.weight", "decoder.readout.bias", "decoder.readout.weight"]
     assert unused == new
     assert torch.equal(bigger.state_dict()["decoder.attention.v.weight"], small.state_dict()["decoder.attention.v.weight"])
+
+
+@pytest.mark.parametrize("arch", ["target-attn", "rtatt-rnn", "bitatt-rnn"])
+def test_warm_started_target_attention_first_computes_what_rnnsearch_did(arch):
+    """The new maps into the decoder's gates and output start at zero: the same logits as the checkpoint."""
+    torch.manual_seed(0)
+    rnnsearch = build_model(TINY_CONFIG, 20, 20).eval()
+    model = build_model({**TINY_CONFIG, "arch": arch}, 20, 20).eval()
+    new, _, zeroed = warm_start(model, {"model": rnnsearch.state_dict()})
+    assert "decoder.target_gates.weight" in zeroed or "decoder.extra_gates.weight" in zeroed
+    assert all(k in new for k in zeroed) and "decoder.target_attention.v.weight" not in zeroed
+    b = make_batch([[5, 6, 7], [8, 9]], [[4, 5, 6, 7], [9]])
+    with torch.no_grad():
+        assert torch.allclose(model(b)[0], rnnsearch(b)[0], atol=1e-6)
