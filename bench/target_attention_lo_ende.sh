@@ -13,7 +13,7 @@
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
 #   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
 #   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context greedy")
-#   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; with a TAG such as "-seed2").
+#   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; give it a TAG such as "-seed2").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -23,7 +23,9 @@ steps=${STEPS:-1500}
 read -r -a sizes <<< "${SIZES:---emb-size 128 --enc-size 128 --dec-size 256}"
 read -r -a options <<< "${OPTIONS:-}"
 tag=${TAG:-}
-half=$out/rnnsearch$tag-half  # rnnsearch after STEPS updates: target-attn's warm start
+seed=${SEED:-1}
+half=$out/rnnsearch-half  # rnnsearch after STEPS updates with this seed: target-attn's warm start
+[ "$seed" = 1 ] || half=$out/rnnsearch-seed$seed-half
 data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 models=("$@")
@@ -37,7 +39,7 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
 common=(--data "$runs/corpus" "${sizes[@]}" "${options[@]}" --dropout 0.2 --batch-size 64
-        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed "${SEED:-1}" --log-every 100 --valid-every 1000
+        --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed "$seed" --log-every 100 --valid-every 1000
         --valid-max-sentences 300 --patience 0)
 
 for arch in "${models[@]}"; do

@@ -10,8 +10,10 @@
 - ``bitatt-rnn`` (§3.3, Eq. 21-23): both.
 
 With a reverse decoder, training minimises the forward and the reverse cross-entropy together
-(Eq. 20, 23), R̃ coming from the reverse decoder run over the reference (``reverse_context:
-reference``, the paper) or, held fixed, from its greedy pass as in decoding (``greedy``).
+(Eq. 20, 23), R̃ coming, held fixed, from the reverse decoder's greedy pass as in decoding
+(``reverse_context: greedy``, the default), or from the reverse decoder run over the reference
+(``reference``, the paper's training, whose forward decoder learns to rely on an R̃ that decoding
+cannot give it: bench/README.md).
 Decoding is two-pass (§3.3): :meth:`TargetRNN.encode` first decodes greedily right to left,
 then the forward decoder searches (beam or greedy) with R̃ of that pass, through the same
 ``decode_step`` as every model.
@@ -34,15 +36,15 @@ from nmtkit.search.hypothesis import max_lengths
 REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·|x| + b words and one more step if </s> never comes
 
 
-CONTEXTS = ("reference", "greedy")
+CONTEXTS = ("greedy", "reference")
 REVERSE_OPTIONS = RNN_OPTIONS + [
-    Option("reverse_context", "reference", "rtatt/bitatt-rnn: R̃ in training from the reverse decoder teacher-forced "
-           "on the reference (the paper, Eq. 20) or from its greedy pass, as two-pass decoding has it", choices=CONTEXTS),
+    Option("reverse_context", "greedy", "rtatt/bitatt-rnn: R̃ in training from the reverse decoder's greedy pass, as "
+           "two-pass decoding has it, or teacher-forced on the reference (the paper, Eq. 20)", choices=CONTEXTS),
 ]
 
 
 class TargetRNN(RNNSearch):
-    def __init__(self, *args, reverse_context: str = "reference", **kwargs):
+    def __init__(self, *args, reverse_context: str = "greedy", **kwargs):
         super().__init__(*args, **kwargs)
         if reverse_context not in CONTEXTS:
             raise ValueError(f"unknown reverse_context {reverse_context!r}")

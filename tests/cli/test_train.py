@@ -37,13 +37,15 @@ def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir,
 
 def test_target_attention_models_warm_start_from_rnnsearch(corpus_dir, trained_ckpt, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", *TINY_MODEL, "--arch", "bitatt-rnn",
-             "--reverse-context", "greedy", "--max-steps", 2, "--valid-every", 2, "--init-from", trained_ckpt])
+             "--reverse-context", "reference", "--max-steps", 2, "--valid-every", 2, "--init-from", trained_ckpt])
     new = r.stderr.split(" new: ")[1].split("\n")[0].replace("\n", "")
     assert "decoder.target_attention.v.weight" in new and "decoder.extra_gates.weight" in new
     assert "reverse.hidden_proj.weight" in new and "decoder.hidden_proj.weight" not in new
+    zeroed = r.stderr.split("what the checkpoint did: ")[1].split("\n")[0]
+    assert "decoder.extra_gates.weight" in zeroed and "decoder.target_gates.weight" in zeroed
     ckpt = load_checkpoint(tmp_path / "t" / "last.pt")
     before = load_checkpoint(trained_ckpt)["model"]
-    assert ckpt["config"]["arch"] == "bitatt-rnn" and ckpt["config"]["reverse_context"] == "greedy" and before["encoder.rnn.weight_hh_l0"].shape == \
+    assert ckpt["config"]["arch"] == "bitatt-rnn" and ckpt["config"]["reverse_context"] == "reference" and before["encoder.rnn.weight_hh_l0"].shape == \
         ckpt["model"]["encoder.rnn.weight_hh_l0"].shape
 
 

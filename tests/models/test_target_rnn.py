@@ -31,9 +31,10 @@ def batch(last_word=None):
     return make_batch(src, tgt)
 
 
-def forced_state(m, b):
-    """The forward decoder's initial state with R̃ from the reverse decoder on the reference, as in training."""
-    if getattr(m, "reverse", None) is None:
+def training_state(m, b):
+    """The forward decoder's initial state as training has it: R̃ from the reverse decoder teacher-forced on
+    the reference with ``reverse_context: reference``, else what ``encode`` gives (the greedy reverse pass)."""
+    if getattr(m, "reverse", None) is None or m.context_from != "reference":
         return m.encode(b.src, b.src_lens)
     state = m.source(b.src, b.src_lens)
     return m.decoder.start(state, b.src_lens, m.reverse_context(state, b.reversed_target()[0]))
@@ -48,12 +49,13 @@ def step_by_step(m, b, state):
     return torch.stack(out, 1), weights
 
 
-@pytest.mark.parametrize("arch,cell", VARIANTS)
-def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell):
-    m, b = model(arch, cell), batch()
+@pytest.mark.parametrize("arch,cell,over", [(a, c, {}) for a, c in VARIANTS] + [
+    (a, c, {"reverse_context": "reference"}) for a, c in [("rtatt-rnn", "gru"), ("bitatt-rnn", "gru"), ("bitatt-rnn", "lstm")]])
+def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell, over):
+    m, b = model(arch, cell, **over), batch()
     with torch.no_grad():
         logits, att = m(b)
-        lp, steps = step_by_step(m, b, forced_state(m, b))
+        lp, steps = step_by_step(m, b, training_state(m, b))
     mask = b.tgt_out != 0
     assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
     assert torch.allclose(att["source"], torch.stack([s["source"] for s in steps], 1), atol=1e-6)
@@ -208,7 +210,7 @@ def test_scoring_equals_decoding_from_the_source_alone(arch):
 
 @pytest.mark.parametrize("arch", ["rtatt-rnn", "bitatt-rnn"])
 def test_scoring_does_not_see_the_reference_through_the_reverse_decoder(arch):
-    m, b = model(arch), batch()
+    m, b = model(arch, reverse_context="reference"), batch()
     other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)  # y_4 of sentence 0 changes
     with torch.no_grad():
         assert torch.equal(m.score_logits(b)[0, :4], m.score_logits(other)[0, :4])
