@@ -73,7 +73,7 @@ def warm_start(model: torch.nn.Module, ckpt: dict) -> tuple[list[str], list[str]
     new = sorted(k for k in own if k not in matched)
     unused = sorted(k for k in source if k not in matched)
     bridges = set(getattr(model, "bridges", ()))
-    zeroed = [k for k in new if k.rsplit(".", 2)[-2] in bridges]
+    zeroed = [k for k in new if bridges & set(k.split(".")[-2:-1])]  # the module's name, before ".weight"
     with torch.no_grad():
         for k in zeroed:
             model.get_parameter(k).zero_()

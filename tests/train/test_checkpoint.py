@@ -60,3 +60,19 @@ def test_warm_started_target_attention_first_computes_what_rnnsearch_did(arch):
     b = make_batch([[5, 6, 7], [8, 9]], [[4, 5, 6, 7], [9]])
     with torch.no_grad():
         assert torch.allclose(model(b)[0], rnnsearch(b)[0], atol=1e-6)
+
+
+def test_warm_start_zeroes_new_bridges_only_and_takes_parameters_outside_modules():
+    class Gated(torch.nn.Module):
+        bridges = ("gate",)
+
+        def __init__(self):
+            super().__init__()
+            self.sentinel = torch.nn.Parameter(torch.ones(3))
+            self.gate = torch.nn.Linear(3, 3)
+            self.other = torch.nn.Linear(3, 3)
+
+    model = Gated()
+    new, unused, zeroed = warm_start(model, {"model": {"other.weight": torch.ones(3, 3)}})
+    assert new == ["gate.bias", "gate.weight", "other.bias", "sentinel"] and unused == []
+    assert zeroed == ["gate.bias", "gate.weight"] and not model.gate.weight.any() and model.sentinel.all()
