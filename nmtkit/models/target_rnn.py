@@ -51,8 +51,8 @@ class TargetRNN(RNNSearch):
         self.context_from = reverse_context
 
     def _forced_reverse(self, state: DecoderState, reverse_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The reverse decoder teacher-forced on ``reverse_in`` (``<s> y_T .. y_1``): its logits and R̃."""
-        state = self.reverse.start(state, state["src_lens"])
+        """The reverse decoder, started on ``state``, teacher-forced on ``reverse_in`` (``<s> y_T .. y_1``):
+        its logits and R̃."""
         logits, states, _ = self.reverse(self.dropout(self.tgt_emb(reverse_in)), state)
         real = (reverse_in != PAD).unsqueeze(-1).to(states.dtype)
         return logits, (states * real).sum(1) / real.sum(1)
@@ -65,9 +65,11 @@ class TargetRNN(RNNSearch):
         the step that emits it included, or for at most a·|x| + b + 1 steps (``REVERSE_MAX_LEN``);
         a sentence leaves the batch when it ends.
         """
-        if reverse_in is not None:
-            return self._forced_reverse(state, reverse_in)[1]
         state = self.reverse.start(state, state["src_lens"])
+        return self._greedy_reverse(state) if reverse_in is None else self._forced_reverse(state, reverse_in)[1]
+
+    def _greedy_reverse(self, state: DecoderState) -> torch.Tensor:
+        """R̃ of the greedy reverse pass from a state the reverse decoder has started (see :meth:`reverse_context`)."""
         live = torch.arange(state.batch_size, device=state["mask"].device)  # original rows still decoding
         steps = max_lengths(state["src_lens"], *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
         prev = torch.full_like(live, BOS)
@@ -104,10 +106,11 @@ class TargetRNN(RNNSearch):
             return super().forward(batch)
         state = self.source(batch.src, batch.src_lens)
         reverse_in, reverse_out = batch.reversed_target()
-        reverse_logits, future = self._forced_reverse(state, reverse_in)  # R̃ (Eq. 19) from the reference
+        started = self.reverse.start(state, batch.src_lens)  # the reverse keys, for both passes below
+        reverse_logits, future = self._forced_reverse(started, reverse_in)  # R̃ (Eq. 19) from the reference
         if self.context_from == "greedy":  # R̃ as two-pass decoding computes it, a fixed input here
             with torch.no_grad():
-                future = self.reverse_context(state)
+                future = self._greedy_reverse(started)
         state = self.decoder.start(state, batch.src_lens, future)
         logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
         weights[AUXILIARY] = [(reverse_logits, reverse_out)]  # the second sum of Eq. 20 / 23
