@@ -19,7 +19,7 @@ from nmtkit.data.batching import make_batch
 from nmtkit.models import build_model
 from nmtkit.models.seq2seq import AUXILIARY
 from nmtkit.search.beam import beam_search
-from nmtkit.train.loss import cross_entropy
+from nmtkit.models.loss import cross_entropy
 
 torch.set_num_threads(2)
 args = sys.argv[1:]

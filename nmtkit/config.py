@@ -1,13 +1,14 @@
 """Options with defaults and help, resolved from defaults < YAML file < command line.
 
-Every option lives in one flat namespace (as in OpenNMT-py), so any key of a YAML config
-can be given on the command line as ``--key-name VALUE`` and vice versa.
+A command's options (for ``train``: the training options and the chosen architecture's own)
+live in one flat namespace, as in OpenNMT-py, so any key of a YAML config can be given on the
+command line as ``--key-name VALUE`` and vice versa.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import yaml
 
@@ -80,12 +81,14 @@ def read_yaml(path: Path) -> dict:
 
 
 def resolve(options: Iterable[Option], file_values: Mapping[str, Any], cli_values: Mapping[str, Any],
-            file_name: str = "config") -> dict:
-    """Merge defaults, file values and command-line values (later wins); reject unknown file keys."""
+            file_name: str = "config", explain: Optional[Callable[[list[str]], str]] = None) -> dict:
+    """Merge defaults, file values and command-line values (later wins); reject unknown file keys
+    (``explain`` gives the message's hint for them)."""
     options = {o.name: o for o in options}
     unknown = sorted(set(file_values) - set(options))
     if unknown:
-        raise NmtkitError(f"{file_name}: unknown key(s) {', '.join(unknown)} (see 'nmtkit train --help')", exit_code=2)
+        hint = explain(unknown) if explain else "see 'nmtkit train --help'"
+        raise NmtkitError(f"{file_name}: unknown key(s) {', '.join(unknown)} ({hint})", exit_code=2)
     config = {name: o.default for name, o in options.items()}
     for k, v in file_values.items():
         config[k] = options[k].coerce(v, file_name)

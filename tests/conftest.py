@@ -49,3 +49,14 @@ def trained_ckpt(corpus_dir, tmp_path_factory) -> Path:
     run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 120, "--valid-every", 60,
          "--lr", 0.005, "--batch-size", 32, "--log-every", 20])
     return save / "best.pt"
+
+
+def forward(model, batch):
+    """A model's teacher-forced logits and attention."""
+    out = model(batch)
+    return out.logits, out.attention
+
+
+def unpack(loaded):
+    """Model, source vocabulary and target vocabulary of a loaded checkpoint."""
+    return loaded.model, loaded.vocabs["src"], loaded.tgt_vocab

@@ -55,15 +55,16 @@ def command(metric, refs, hyp_path, tokenize, lowercase, model_path, src_path, b
 def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int) -> float:
     from nmtkit.data.batching import make_batch
     from nmtkit.data.text import check_parallel, read_lines
+    from nmtkit.device import pick_device
+    from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
-    from nmtkit.train.checkpoint import load_model
-    from nmtkit.train.trainer import pick_device
 
     check_parallel(src_path, ref_path)
     device = pick_device("auto")
-    model, src_vocab, tgt_vocab, _ = load_model(model_path, device)
-    src = [src_vocab.encode(s) for s in read_lines(src_path)]
-    tgt = [tgt_vocab.encode(t) for t in read_lines(ref_path)]
+    loaded = load_model(model_path, device)
+    model = loaded.model
+    src = [loaded.text_vocab("src").encode(s) for s in read_lines(src_path)]
+    tgt = [loaded.tgt_vocab.encode(t) for t in read_lines(ref_path)]
     order = sorted(range(len(src)), key=lambda i: len(src[i]))
     batches = (make_batch([src[i] for i in order[k:k + batch_size]], [tgt[i] for i in order[k:k + batch_size]])
                for k in range(0, len(order), batch_size))

@@ -1,45 +1,140 @@
-"""nmtkit train: train a registered architecture on a corpus folder."""
+"""nmtkit train: train a registered architecture on a corpus folder.
+
+The options are the training options plus the chosen architecture's own: ``--arch`` (from the
+command line, the YAML config, or the run being resumed) is found first, then that
+architecture's options are added, so ``nmtkit train --arch luong --help`` shows luong's.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import click
 
 from nmtkit.cli.options import config_options
-from nmtkit.config import read_yaml, resolve
+from nmtkit.config import Option, read_yaml, resolve
 from nmtkit.errors import NmtkitError
-from nmtkit.models import model_names, model_options
+from nmtkit.models import get_spec, model_names
+from nmtkit.models.registry import MODELS, ModelSpec, owners
 from nmtkit.train.options import TRAIN_OPTIONS
 
-ALL_OPTIONS = TRAIN_OPTIONS + model_options()
+DEFAULT_ARCH = next(o.default for o in TRAIN_OPTIONS if o.name == "arch")
 
 
-@click.command("train", context_settings={"max_content_width": 110})
+def _value(args: list[str], *flags: str) -> Optional[str]:
+    """The last value given to one of ``flags`` (``--flag V`` or ``--flag=V``) in raw arguments."""
+    found = None
+    for i, a in enumerate(args):
+        for f in flags:
+            if a == f and i + 1 < len(args):
+                found = args[i + 1]
+            elif a.startswith(f + "="):
+                found = a[len(f) + 1:]
+    return found
+
+
+def chosen_arch(args: list[str]) -> tuple[str, bool]:
+    """The architecture a ``train`` command line asks for, and whether it was asked for (not the default):
+    ``--arch``, else the ``--config`` file's ``arch``, else with ``--resume`` the run's saved config."""
+    arch = _value(args, "--arch")
+    if arch:
+        return arch, True
+    config = _value(args, "-c", "--config")
+    file_values = read_yaml(Path(config)) if config else {}
+    if "arch" in file_values:
+        return str(file_values["arch"]), True
+    save_dir = _value(args, "--save-dir") or file_values.get("save_dir")
+    saved = Path(str(save_dir)) / "config.yaml" if save_dir else None
+    if "--resume" in args and saved and saved.is_file():
+        arch = read_yaml(saved).get("arch")
+        if arch:
+            return str(arch), True
+    return DEFAULT_ARCH, False
+
+
+def _key(flag: str) -> str:
+    name = flag.lstrip("-").replace("-", "_")
+    return name[3:] if name.startswith("no_") and owners(name[3:]) else name
+
+
+def not_an_option(names: list[str], spec: ModelSpec) -> str:
+    """Why keys are refused: another architecture's options, or nobody's."""
+    keys = [_key(n) for n in names]
+    others = sorted({o for k in keys for o in owners(k)} - {spec.name})
+    if others:
+        return (f"not an option of --arch {spec.name} but of {', '.join(others)}; "
+                f"see 'nmtkit train --arch {spec.name} --help'")
+    return "see 'nmtkit train --help'"
+
+
+class ArchCommand(click.Command):
+    """A click command whose options are the training options plus the chosen architecture's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.base_params = list(self.params)
+        self.spec: ModelSpec = get_spec(DEFAULT_ARCH)
+        self.explicit = False
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        arch, self.explicit = chosen_arch(args)
+        self.spec = get_spec(arch)
+        self.params = self.base_params + arch_params(self.spec.options)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            raise NmtkitError(f"{e.option_name}: {not_an_option([e.option_name], self.spec)}", exit_code=2) from None
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        own = {o.name for o in self.spec.options}
+        records = lambda params: [r for r in (p.get_help_record(ctx) for p in params) if r]
+        with formatter.section("Options"):
+            formatter.write_dl(records([p for p in self.get_params(ctx) if p.name not in own]))
+        if self.explicit:
+            with formatter.section(f"Options of --arch {self.spec.name}"):
+                formatter.write_dl(records([p for p in self.params if p.name in own]))
+        with formatter.section("Architectures (--arch NAME --help lists NAME's options)"):
+            formatter.write_dl([(n, MODELS[n].description) for n in model_names()])
+
+
+def arch_params(options: list[Option]) -> list[click.Parameter]:
+    """The click options of an option list, as :func:`config_options` declares them."""
+    def callback(**kwargs):
+        return None
+
+    return list(click.command()(config_options(options)(callback)).params)
+
+
+@click.command("train", cls=ArchCommand, context_settings={"max_content_width": 110})
 @click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config; options given here override it")
 @click.option("--resume", is_flag=True, help="continue the run in --save-dir from its last.pt")
 @click.option("--init-from", type=click.Path(dir_okay=False), help="warm-start from the matching parameters of a checkpoint")
 @click.option("--init-optimizer", is_flag=True, help="with --init-from: also take the optimiser state of matching parameters")
 @click.option("--init-lr", is_flag=True, help="with --init-from: take the checkpoint's learning rate instead of --lr")
 @click.option("--freeze-embeddings", is_flag=True, help="do not update the word embeddings")
-@config_options(ALL_OPTIONS)
-def command(config_file, resume, init_from, init_optimizer, init_lr, freeze_embeddings, **values):
+@config_options(TRAIN_OPTIONS)
+@click.pass_context
+def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze_embeddings, **values):
     """Train a model. Every option can also be a key of the YAML --config.
 
     Writes best.pt (best validation), last.pt, config.yaml and train.jsonl (one JSON line per
     log and validation) to --save-dir. Under torchrun, trains with one process per device.
     """
+    from nmtkit.device import pick_device
     from nmtkit.train.distributed import init_distributed, shutdown
-    from nmtkit.train.trainer import Trainer, pick_device
+    from nmtkit.train.trainer import Trainer
 
+    spec = ctx.command.spec
+    options = TRAIN_OPTIONS + spec.options
+    explain = lambda keys: not_an_option(keys, spec)
     file_values = read_yaml(Path(config_file)) if config_file else {}
-    config = resolve(ALL_OPTIONS, file_values, values, config_file or "config")
+    config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
     if resume and saved.exists():  # the run's own settings, unless given again here
-        config = resolve(ALL_OPTIONS, {**read_yaml(saved), **file_values}, values, config_file or str(saved))
+        config = resolve(options, {**read_yaml(saved), **file_values}, values, config_file or str(saved), explain)
+    config["arch"] = spec.name
     if not config["data"]:
         raise NmtkitError("--data: a corpus folder is required (here or in --config)", exit_code=2)
-    if config["arch"] not in model_names():
-        raise NmtkitError(f"--arch: unknown architecture {config['arch']!r}; known: {', '.join(model_names())}", exit_code=2)
     if (init_optimizer or init_lr) and not init_from:
         raise NmtkitError("--init-optimizer and --init-lr go with --init-from", exit_code=2)
     if resume and init_from:

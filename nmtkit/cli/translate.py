@@ -41,10 +41,10 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     from nmtkit.data.text import check_readable, open_output
     from nmtkit.progress import log, progress
     from nmtkit.search.attention_file import open_attention
+    from nmtkit.device import pick_device
+    from nmtkit.inference import load_model
     from nmtkit.search.precision import for_inference
     from nmtkit.search.translator import SearchOptions, Translator
-    from nmtkit.train.checkpoint import load_model
-    from nmtkit.train.trainer import pick_device
 
     if beam < 1 or n_best < 1 or n_best > max(beam, 1) or batch_size < 1:
         raise NmtkitError("--beam and --batch-size must be >= 1 and --n-best between 1 and --beam", exit_code=2)
@@ -53,13 +53,14 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     if threads > 0:
         torch.set_num_threads(threads)
     dev = pick_device(device)
-    model, src_vocab, tgt_vocab, config = load_model(model_path, dev)
-    model, arithmetic = for_inference(model, precision, dev)
+    loaded = load_model(model_path, dev)
+    model, arithmetic = for_inference(loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
     name = input_path or "<stdin>"
     stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
-    writer = open_attention(attention_out, arch=config["arch"], model=str(model_path), input=name)
-    translator = Translator(model, src_vocab, tgt_vocab, opts, dev, max_input_len, attention_out=writer, name=name)
+    writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name)
+    translator = Translator(model, loaded.text_vocab("src"), loaded.tgt_vocab, opts, dev, max_input_len,
+                            attention_out=writer, name=name)
     start, lines = time.perf_counter(), 0
     try:
         with open_output(output_path) as out, progress() as bar, arithmetic:

@@ -1,10 +1,10 @@
-"""Padded batches, and the length-bucketed, shuffled, rank-split training batch order."""
+"""Padded batches of named input streams, and the length-bucketed, shuffled, rank-split training batch order."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -12,28 +12,72 @@ import torch
 from nmtkit.data.shards import Shard
 from nmtkit.data.vocab import BOS, EOS, PAD
 
+TARGET = "tgt"  # the stream a model generates; every other stream of a corpus is an input
+
+
+@dataclass
+class Stream:
+    """One named input of a batch: token ids ``[B, S]`` (0-padded, ``</s>`` appended) or float
+    features ``[B, S, D]`` (zero-padded), with the real length of each row ``[B]``."""
+
+    data: torch.Tensor
+    lengths: torch.Tensor
+
+    @property
+    def is_tokens(self) -> bool:
+        return not self.data.is_floating_point()
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """``[B, S]``, True at real positions."""
+        return torch.arange(self.data.size(1), device=self.lengths.device).unsqueeze(0) < self.lengths.unsqueeze(1)
+
+    def to(self, device: torch.device) -> "Stream":
+        return Stream(self.data.to(device, non_blocking=True), self.lengths.to(device, non_blocking=True))
+
 
 @dataclass
 class Batch:
-    """Source ids ``[B, S]`` with lengths, and optionally target input/output ``[B, T]``.
+    """Named input streams (``src``, ``mt``, ``image``, ...) and optionally the target.
 
-    ``tgt_in`` starts with ``<s>``; ``tgt_out`` is the same sentence shifted left and ending
-    with ``</s>``. Padding is 0 everywhere.
+    ``tgt_in`` ``[B, T]`` starts with ``<s>``; ``tgt_out`` is the same sentence shifted left and
+    ending with ``</s>``. Padding is 0 everywhere. Models read the streams they declare
+    (``batch["src"]``); the search and the trainer never look inside.
     """
 
-    src: torch.Tensor
-    src_lens: torch.Tensor
+    inputs: dict[str, Stream] = field(default_factory=dict)
     tgt_in: Optional[torch.Tensor] = None
     tgt_out: Optional[torch.Tensor] = None
 
+    def __getitem__(self, name: str) -> Stream:
+        return self.inputs[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.inputs
+
     @property
     def size(self) -> int:
-        return self.src.size(0)
+        return next(iter(self.inputs.values())).data.size(0)
+
+    @property
+    def device(self) -> torch.device:
+        return next(iter(self.inputs.values())).data.device
 
     @property
     def tgt_tokens(self) -> int:
         """Non-pad target tokens, ``</s>`` included: what losses are normalised by."""
         return int((self.tgt_out != PAD).sum()) if self.tgt_out is not None else 0
+
+    def shape_text(self) -> str:
+        """Sizes for messages: ``32 sentences, src 41 / tgt 38 positions``."""
+        dims = [f"{name} {s.data.size(1)}" for name, s in self.inputs.items()]
+        if self.tgt_in is not None:
+            dims.append(f"tgt {self.tgt_in.size(1)}")
+        return f"{self.size} sentences, {' / '.join(dims)} positions"
+
+    def with_target(self, tgt_in: torch.Tensor, tgt_out: Optional[torch.Tensor] = None) -> "Batch":
+        """The same inputs with another target."""
+        return replace(self, tgt_in=tgt_in, tgt_out=self.tgt_out if tgt_out is None else tgt_out)
 
     def reversed_target(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(tgt_in, tgt_out)`` of the target read right to left: ``<s> y_T .. y_1`` and ``y_T .. y_1 </s>``."""
@@ -47,7 +91,7 @@ class Batch:
 
     def to(self, device: torch.device) -> "Batch":
         move = lambda t: None if t is None else t.to(device, non_blocking=True)
-        return Batch(move(self.src), move(self.src_lens), move(self.tgt_in), move(self.tgt_out))
+        return Batch({k: s.to(device) for k, s in self.inputs.items()}, move(self.tgt_in), move(self.tgt_out))
 
 
 def pad(seqs: Sequence[Sequence[int]], bos: bool = False, eos: bool = False) -> torch.Tensor:
@@ -64,13 +108,28 @@ def pad(seqs: Sequence[Sequence[int]], bos: bool = False, eos: bool = False) -> 
     return torch.from_numpy(out)
 
 
-def make_batch(src: Sequence[Sequence[int]], tgt: Optional[Sequence[Sequence[int]]] = None) -> Batch:
-    """A batch from id lists; sources get ``</s>`` appended, as in training."""
-    src_t = pad(src, eos=True)
-    lens = torch.tensor([len(s) + 1 for s in src], dtype=torch.int64)
+def make_stream(items: Sequence[Union[Sequence[int], np.ndarray]]) -> Stream:
+    """A padded stream from id lists (``</s>`` appended, as in training) or from float arrays ``[n, D]``."""
+    first = np.asarray(items[0]) if len(items) else np.zeros(0, np.int64)
+    if first.dtype.kind == "f":
+        arrays = [np.asarray(x) for x in items]
+        out = np.zeros((len(arrays), max(len(a) for a in arrays), first.shape[-1]), dtype=np.float32)
+        for i, a in enumerate(arrays):
+            out[i, :len(a)] = a
+        return Stream(torch.from_numpy(out), torch.tensor([len(a) for a in arrays], dtype=torch.int64))
+    return Stream(pad(items, eos=True), torch.tensor([len(s) + 1 for s in items], dtype=torch.int64))
+
+
+Inputs = Union[Mapping[str, Sequence], Sequence[Sequence[int]]]
+
+
+def make_batch(inputs: Inputs, tgt: Optional[Sequence[Sequence[int]]] = None) -> Batch:
+    """A batch from ``{stream: items}`` (a plain list of id lists is the ``src`` stream) and target id lists."""
+    named = dict(inputs) if isinstance(inputs, Mapping) else {"src": inputs}
+    streams = {name: make_stream(items) for name, items in named.items()}
     if tgt is None:
-        return Batch(src_t, lens)
-    return Batch(src_t, lens, pad(tgt, bos=True), pad(tgt, eos=True))
+        return Batch(streams)
+    return Batch(streams, pad(tgt, bos=True), pad(tgt, eos=True))
 
 
 def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: random.Random,
@@ -101,12 +160,28 @@ def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: r
     return batches
 
 
+def examples_batch(examples: Sequence[tuple[Shard, int]], target: bool = True) -> Batch:
+    """Examples ``(shard, index)`` as a batch: every input stream, and the target if asked and present."""
+    streams = examples[0][0].streams
+    inputs = {name: [sh.get(name, i) for sh, i in examples] for name in streams if name != TARGET}
+    tgt = [sh.get(TARGET, i) for sh, i in examples] if target and TARGET in streams else None
+    return make_batch(inputs, tgt)
+
+
+def example_lengths(shard: Shard, inputs_only: bool = False) -> np.ndarray:
+    """Each example's length for bucketing and the length filter: its longest text stream (the inputs'
+    only, if asked), plus one (``</s>``); feature streams (an image's fixed grid) do not count."""
+    text = [shard.lengths(s) for s in shard.streams
+            if shard.kind(s) == "tokens" and not (inputs_only and s == TARGET)]
+    return np.max(text, axis=0) + 1 if text else np.ones(len(shard), dtype=np.int64)
+
+
 class TrainingBatches:
     """The batch order of each epoch over a list of shards, reproducible from (seed, epoch).
 
     Only one shard is in memory at a time. With ``world_size`` > 1 every rank computes the
     same order and takes every ``world_size``-th batch, so ranks do equal numbers of steps.
-    Pairs whose longer side exceeds ``max_len`` tokens are skipped and counted in ``skipped``.
+    Examples whose longest text stream exceeds ``max_len`` tokens are skipped and counted in ``skipped``.
     """
 
     def __init__(self, shards: Sequence[Path], batch_size: int, by_tokens: bool = False, seed: int = 1,
@@ -123,7 +198,7 @@ class TrainingBatches:
         self.skipped = 0
         for si in shard_order:
             shard = Shard(self.shards[si])
-            lengths = np.maximum(shard.lengths("src"), shard.lengths("tgt")) + 1
+            lengths = example_lengths(shard)
             keep = np.arange(len(shard))
             if self.max_len:
                 keep = keep[lengths <= self.max_len + 1]
@@ -132,6 +207,5 @@ class TrainingBatches:
             usable = len(batches) - len(batches) % self.world_size
             for b in range(self.rank, usable, self.world_size):
                 if position >= skip:
-                    idx = keep[batches[b]]
-                    yield make_batch([shard.get("src", i) for i in idx], [shard.get("tgt", i) for i in idx])
+                    yield examples_batch([(shard, i) for i in keep[batches[b]]])
                 position += 1

@@ -1,16 +1,18 @@
 """Text to corpus folder: vocabularies, length filter, HDF5 shards, manifest."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional, Sequence, Union
 
+from nmtkit.data.meta import TARGET, TOKENS
 from nmtkit.data.shards import FORMAT_VERSION, MANIFEST, ShardWriter
-from nmtkit.data.text import PathLike, check_parallel, decode_line, strip_newline
+from nmtkit.data.text import PathLike, check_parallel, decode_line, iter_lines, strip_newline
 from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, progress
@@ -38,64 +40,77 @@ class VocabSpec:
         return cls(kind=kind, size=int(size), **kw)
 
 
-def parallel_paths(prefix: PathLike, src: str, tgt: str) -> tuple[Path, Path]:
-    return Path(f"{prefix}.{src}"), Path(f"{prefix}.{tgt}")
+def source_streams(specs: Union[str, Sequence[str]]) -> dict[str, str]:
+    """Stream name -> file suffix for ``--src`` values: ``en`` (the first source is the stream ``src``,
+    a later one is named by its suffix) or ``NAME=SUFFIX``."""
+    specs = [specs] if isinstance(specs, str) else list(specs)
+    streams: dict[str, str] = {}
+    for i, spec in enumerate(specs):
+        name, _, suffix = spec.rpartition("=")
+        name = name or ("src" if i == 0 else suffix)
+        if not name.isidentifier() or name == TARGET or name in streams or not suffix:
+            raise NmtkitError(f"--src {spec!r}: give SUFFIX or NAME=SUFFIX, with NAME a new identifier other "
+                              f"than {TARGET!r} (streams so far: {', '.join(streams) or 'none'})", exit_code=2)
+        streams[name] = suffix
+    return streams
 
 
-def build_vocabs(spec: VocabSpec, train_src: Path, train_tgt: Path) -> tuple[Vocab, Vocab]:
-    """Load or build the source and target vocabularies."""
+def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]:
+    """Load or build a vocabulary for every text stream (``train``: stream -> its training file);
+    a joint vocabulary is one object shared by all of them."""
+    sources = [name for name in train if name != TARGET]
     if spec.src_file or spec.tgt_file:
         if not (spec.src_file and spec.tgt_file):
             raise NmtkitError("--src-vocab and --tgt-vocab go together (give the same file twice for a joint vocabulary)",
                               exit_code=2)
-        return load_vocab(spec.src_file), load_vocab(spec.tgt_file)
+        src = load_vocab(spec.src_file)
+        return {**{name: src for name in sources}, TARGET: load_vocab(spec.tgt_file)}
     joint = spec.joint if spec.joint is not None else spec.kind.startswith("spm")
-    if spec.kind.startswith("spm"):
-        model_type = "bpe" if spec.kind == "spm-bpe" else "unigram"
-        log(f"training {'joint ' if joint else ''}SentencePiece {model_type} vocabulary of {spec.size}")
-        if joint:
-            v = SentencePieceVocab.train([train_src, train_tgt], spec.size, model_type)
-            return v, v
-        return (SentencePieceVocab.train([train_src], spec.size, model_type),
-                SentencePieceVocab.train([train_tgt], spec.size, model_type))
-    from nmtkit.data.text import iter_lines
-
-    if joint:
-        v = WordVocab.build(_chain(iter_lines(train_src), iter_lines(train_tgt)), spec.size)
-        return v, v
-    return WordVocab.build(iter_lines(train_src), spec.size), WordVocab.build(iter_lines(train_tgt), spec.size)
+    groups = [list(train)] if joint else [[name] for name in train]
+    vocabs: dict[str, Vocab] = {}
+    for group in groups:
+        files = [train[name] for name in group]
+        if spec.kind.startswith("spm"):
+            model_type = "bpe" if spec.kind == "spm-bpe" else "unigram"
+            log(f"training SentencePiece {model_type} vocabulary of {spec.size} for {', '.join(group)}")
+            vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type)
+        else:
+            vocab = WordVocab.build(itertools.chain.from_iterable(iter_lines(f) for f in files), spec.size)
+        vocabs.update({name: vocab for name in group})
+    return vocabs
 
 
-def _chain(*iters):
-    for it in iters:
-        yield from it
-
-
-def _encode_split(name: str, src: Path, tgt: Path, n: int, vocabs: tuple[Vocab, Vocab], folder: Path,
+def _encode_split(name: str, files: Mapping[str, Path], n: int, vocabs: Mapping[str, Vocab], folder: Path,
                   max_len: Optional[int], shard_size: int) -> dict:
-    """Stream one split into shards; training splits drop empty and over-long pairs (counted)."""
-    writer = ShardWriter(folder, name, ["src", "tgt"], shard_size)
+    """Stream one split's parallel files (stream -> file) into shards; training splits drop examples with an
+    empty or over-long stream (counted)."""
+    writer = ShardWriter(folder, name, list(files), shard_size)
     dropped = {"too_long": 0, "empty": 0}
     filtering = name == "train"
-    with progress() as bar, open(src, "rb") as fs, open(tgt, "rb") as ft:
-        task = bar.add_task(f"encoding {name}", total=n, info="")
-        for lineno, (rs, rt) in enumerate(zip(fs, ft), 1):
-            s = vocabs[0].encode(decode_line(strip_newline(rs), str(src), lineno))
-            t = vocabs[1].encode(decode_line(strip_newline(rt), str(tgt), lineno))
-            if filtering and (not s or not t):
-                dropped["empty"] += 1
-            elif filtering and max_len and (len(s) > max_len or len(t) > max_len):
-                dropped["too_long"] += 1
-            else:
-                writer.add(src=s, tgt=t)
-            if lineno % 1000 == 0:
-                bar.update(task, completed=lineno)
+    handles = {stream: open(path, "rb") for stream, path in files.items()}
+    try:
+        with progress() as bar:
+            task = bar.add_task(f"encoding {name}", total=n, info="")
+            for lineno, raws in enumerate(zip(*handles.values()), 1):
+                ids = {stream: vocabs[stream].encode(decode_line(strip_newline(raw), str(files[stream]), lineno))
+                       for stream, raw in zip(files, raws)}
+                if filtering and not all(ids.values()):
+                    dropped["empty"] += 1
+                elif filtering and max_len and any(len(x) > max_len for x in ids.values()):
+                    dropped["too_long"] += 1
+                else:
+                    writer.add(**ids)
+                if lineno % 1000 == 0:
+                    bar.update(task, completed=lineno)
+    finally:
+        for f in handles.values():
+            f.close()
     shards = writer.close()
     kept = sum(s["sentences"] for s in shards)
     if kept == 0:
-        raise NmtkitError(f"{src}: no sentence pair left after filtering (max length {max_len})")
-    log(f"{name}: {kept} pairs in {len(shards)} shard(s)"
-        + (f"; dropped {dropped['too_long']} longer than {max_len} tokens and {dropped['empty']} with an empty side"
+        raise NmtkitError(f"{next(iter(files.values()))}: no example left after filtering (max length {max_len})")
+    log(f"{name}: {kept} examples in {len(shards)} shard(s)"
+        + (f"; dropped {dropped['too_long']} longer than {max_len} tokens and {dropped['empty']} with an empty stream"
            if filtering else ""))
     info = {"shards": shards, "sentences": kept, "lines": n}
     if filtering:
@@ -103,10 +118,11 @@ def _encode_split(name: str, src: Path, tgt: Path, n: int, vocabs: tuple[Vocab, 
     return info
 
 
-def preprocess(out: PathLike, src_lang: str, tgt_lang: str, train: PathLike, valid: PathLike,
+def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str, train: PathLike, valid: PathLike,
                test: Optional[PathLike] = None, vocab: Optional[VocabSpec] = None, max_len: Optional[int] = 50,
                shard_size: int = 100_000, overwrite: bool = False) -> Path:
-    """Build a corpus folder from parallel text files ``PREFIX.SRC``/``PREFIX.TGT``.
+    """Build a corpus folder from parallel text files ``PREFIX.SRC`` (one per source stream: ``src_lang``
+    is a suffix or a list of ``--src`` values, see :func:`source_streams`) and ``PREFIX.TGT``.
 
     The folder is assembled under a temporary name and renamed at the end, so a failure
     leaves no half-written corpus behind.
@@ -119,8 +135,10 @@ def preprocess(out: PathLike, src_lang: str, tgt_lang: str, train: PathLike, val
     splits = {"train": train, "valid": valid}
     if test:
         splits["test"] = test
-    pairs = {k: parallel_paths(p, src_lang, tgt_lang) for k, p in splits.items()}
-    counts = {k: check_parallel(*p) for k, p in pairs.items()}
+    suffixes = {**source_streams(src_lang), TARGET: tgt_lang}
+    files = {split: {stream: Path(f"{prefix}.{suffix}") for stream, suffix in suffixes.items()}
+             for split, prefix in splits.items()}
+    counts = {split: check_parallel(*paths.values()) for split, paths in files.items()}
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -128,23 +146,23 @@ def preprocess(out: PathLike, src_lang: str, tgt_lang: str, train: PathLike, val
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
     try:
-        vocabs = build_vocabs(vocab, *pairs["train"])
-        names = {"src": vocab_filename(vocabs[0], "src"), "tgt": vocab_filename(vocabs[1], "tgt")}
-        vocabs[0].save(tmp / names["src"])
-        vocabs[1].save(tmp / names["tgt"])
+        vocabs = build_vocabs(vocab, files["train"])
+        streams = {}
+        for stream, v in vocabs.items():
+            streams[stream] = {"kind": TOKENS, "lang": suffixes[stream], "vocab": vocab_filename(v, stream),
+                               "size": len(v), "vocab_kind": v.kind}
+            v.save(tmp / streams[stream]["vocab"])
         manifest = {
-            "format": FORMAT_VERSION, "src_lang": src_lang, "tgt_lang": tgt_lang,
-            "vocab": {**names, "src_size": len(vocabs[0]), "tgt_size": len(vocabs[1]), "kind": vocabs[0].kind},
+            "format": FORMAT_VERSION, "streams": streams,
             "options": {"max_len": max_len, "shard_size": shard_size,
                         "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file)},
             "splits": {},
         }
-        for name, (src, tgt) in pairs.items():
-            info = _encode_split(name, src, tgt, counts[name], vocabs, tmp, max_len, shard_size)
-            if name != "train":  # raw text kept for BLEU and translation of held-out sets
-                for key, path, lang in (("source", src, src_lang), ("reference", tgt, tgt_lang)):
-                    shutil.copyfile(path, tmp / f"{name}.{lang}")
-                    info[key] = f"{name}.{lang}"
+        for name, paths in files.items():
+            info = _encode_split(name, paths, counts[name], vocabs, tmp, max_len, shard_size)
+            if name != "train":  # the raw reference kept for BLEU on held-out sets
+                shutil.copyfile(paths[TARGET], tmp / f"{name}.{tgt_lang}")
+                info["reference"] = f"{name}.{tgt_lang}"
             manifest["splits"][name] = info
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if out.exists():

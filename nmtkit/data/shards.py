@@ -1,27 +1,34 @@
 """HDF5 shards and the corpus manifest.
 
 A corpus is a folder holding ``manifest.json``, the vocabulary files and, per split,
-shards ``train.000.h5``, ``train.001.h5``, ... Each shard stores each stream (``src``,
-``tgt``, later extra sources) as one flat int32 ``tokens`` dataset plus an int64
-``offsets`` dataset of length n+1, so sentence i of a stream is
-``tokens[offsets[i]:offsets[i+1]]``.
+shards ``train.000.h5``, ``train.001.h5``, ... Each shard stores each named stream (``src``,
+``tgt``, ``mt``, ``image``, ...) as one group: a text stream as a flat int32 ``tokens`` dataset,
+a feature stream as a ``features`` dataset ``[rows, D]`` (float16 or float32), each with an int64
+``offsets`` dataset of length n+1, so example i of a stream is ``data[offsets[i]:offsets[i+1]]``.
+The group's ``kind`` attribute says which (shards written before it existed hold tokens).
+
+The manifest (format 2) lists the streams with their kind, language, vocabulary file and
+size (:class:`~nmtkit.data.meta.CorpusMeta`); format 1 manifests (``src``/``tgt`` only) are read
+as such a list.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import h5py
 import numpy as np
 
+from nmtkit.data.meta import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
 
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 
 
 class ShardWriter:
@@ -35,10 +42,11 @@ class ShardWriter:
     def _reset(self) -> None:
         self._buf = {s: [] for s in self.streams}
 
-    def add(self, **ids: Sequence[int]) -> None:
-        """Add one example: a sequence of ids per stream."""
+    def add(self, **items: Union[Sequence[int], np.ndarray]) -> None:
+        """Add one example: token ids, or a float array ``[n, D]`` of features, per stream."""
         for s in self.streams:
-            self._buf[s].append(np.asarray(ids[s], dtype=np.int32))
+            item = np.asarray(items[s])
+            self._buf[s].append(item if item.dtype.kind == "f" else item.astype(np.int32))
         if len(self._buf[self.streams[0]]) >= self.shard_size:
             self.flush()
 
@@ -54,7 +62,10 @@ class ShardWriter:
                 offsets = np.zeros(n + 1, dtype=np.int64)
                 np.cumsum([len(x) for x in seqs], out=offsets[1:])
                 g = f.create_group(s)
-                g.create_dataset("tokens", data=np.concatenate(seqs) if offsets[-1] else np.zeros(0, np.int32))
+                kind = FEATURES if seqs[0].dtype.kind == "f" else TOKENS
+                g.attrs["kind"] = kind
+                empty = np.zeros((0,) + seqs[0].shape[1:], seqs[0].dtype)
+                g.create_dataset(kind, data=np.concatenate(seqs) if offsets[-1] else empty)
                 g.create_dataset("offsets", data=offsets)
         self.shards.append({"file": name, "sentences": n})
         self._reset()
@@ -66,15 +77,23 @@ class ShardWriter:
 
 
 class Shard:
-    """One shard loaded in memory: per stream a flat token array and offsets."""
+    """One shard loaded in memory: per stream its kind, a flat data array and offsets."""
 
     def __init__(self, path: PathLike):
         self.path = Path(path)
         try:
             with h5py.File(self.path, "r") as f:
-                self.data = {s: (f[s]["tokens"][()], f[s]["offsets"][()]) for s in f.keys()}
-        except OSError as e:
+                self.kinds = {s: str(f[s].attrs.get("kind", TOKENS)) for s in f.keys()}
+                self.data = {s: (f[s][k][()], f[s]["offsets"][()]) for s, k in self.kinds.items()}
+        except (OSError, KeyError) as e:
             raise NmtkitError(f"{self.path}: cannot read shard ({e})") from None
+
+    @property
+    def streams(self) -> list[str]:
+        return list(self.data)
+
+    def kind(self, stream: str) -> str:
+        return self.kinds[stream]
 
     def __len__(self) -> int:
         return len(next(iter(self.data.values()))[1]) - 1
@@ -84,19 +103,28 @@ class Shard:
         return np.diff(self.data[stream][1])
 
     def get(self, stream: str, i: int) -> np.ndarray:
-        """Ids of sentence ``i`` of a stream."""
+        """Example ``i`` of a stream: its ids, or its feature rows ``[n, D]``."""
         tokens, offsets = self.data[stream]
         return tokens[offsets[i]:offsets[i + 1]]
 
 
+def upgrade_manifest(manifest: dict) -> dict:
+    """A format 1 manifest (``src``/``tgt`` text only) in format 2's terms: a ``streams`` table."""
+    if manifest.get("format") != 1:
+        return manifest
+    vocab = manifest["vocab"]
+    streams = {side: {"kind": TOKENS, "lang": manifest[f"{side}_lang"], "vocab": vocab[side],
+                      "size": vocab[f"{side}_size"]} for side in ("src", TARGET)}
+    return {**manifest, "format": 2, "streams": streams}
+
+
 @dataclass
 class Corpus:
-    """A preprocessed corpus folder: manifest, vocabularies and shards."""
+    """A preprocessed corpus folder: manifest, the vocabulary of every text stream, shards."""
 
     folder: Path
     manifest: dict
-    src_vocab: Vocab
-    tgt_vocab: Vocab
+    vocabs: dict[str, Vocab]
 
     @classmethod
     def open(cls, folder: PathLike) -> "Corpus":
@@ -108,10 +136,20 @@ class Corpus:
             manifest = json.loads(mpath.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
             raise NmtkitError(f"{mpath}: invalid JSON ({e})") from None
-        if manifest.get("format") != FORMAT_VERSION:
+        if manifest.get("format") not in READABLE_FORMATS:
             raise NmtkitError(f"{mpath}: unsupported corpus format {manifest.get('format')!r}")
-        return cls(folder, manifest, load_vocab(folder / manifest["vocab"]["src"]),
-                   load_vocab(folder / manifest["vocab"]["tgt"]))
+        manifest = upgrade_manifest(manifest)
+        vocabs = {name: load_vocab(folder / s["vocab"]) for name, s in manifest["streams"].items() if s.get("vocab")}
+        return cls(folder, manifest, vocabs)
+
+    @property
+    def meta(self) -> CorpusMeta:
+        return CorpusMeta({name: StreamInfo(s["kind"], int(s["size"]), s.get("lang", ""))
+                           for name, s in self.manifest["streams"].items()})
+
+    @property
+    def tgt_vocab(self) -> Vocab:
+        return self.vocabs[TARGET]
 
     def has_split(self, split: str) -> bool:
         return split in self.manifest["splits"]
@@ -128,8 +166,3 @@ class Corpus:
         """Raw target text of a split (for BLEU), if preprocessing kept it."""
         ref = self.manifest["splits"].get(split, {}).get("reference")
         return self.folder / ref if ref else None
-
-    def source_path(self, split: str) -> Optional[Path]:
-        """Raw source text of a split, if preprocessing kept it."""
-        src = self.manifest["splits"].get(split, {}).get("source")
-        return self.folder / src if src else None

@@ -67,13 +67,15 @@ def read_lines(path: PathLike) -> list[str]:
     return list(iter_lines(path))
 
 
-def check_parallel(src: PathLike, tgt: PathLike) -> int:
-    """Check that two files exist, are non-empty and have the same number of lines; return it."""
-    a, b = check_readable(src), check_readable(tgt)
-    na, nb = count_lines(a), count_lines(b)
-    if na != nb:
-        raise NmtkitError(f"{a} has {na} lines but {b} has {nb}: parallel files must have the same number of lines")
-    return na
+def check_parallel(*paths: PathLike) -> int:
+    """Check that files exist, are non-empty and have the same number of lines; return it."""
+    files = [check_readable(p) for p in paths]
+    counts = [count_lines(f) for f in files]
+    for f, n in zip(files[1:], counts[1:]):
+        if n != counts[0]:
+            raise NmtkitError(f"{files[0]} has {counts[0]} lines but {f} has {n}: parallel files must have the "
+                              "same number of lines")
+    return counts[0]
 
 
 def temp_file_beside(path: Path) -> str:

@@ -8,7 +8,7 @@ import torch
 
 from nmtkit.data.batching import Batch
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.train.loss import cross_entropy
+from nmtkit.models.loss import cross_entropy
 
 
 @torch.no_grad()

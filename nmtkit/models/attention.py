@@ -1,7 +1,19 @@
-"""Source attention mechanisms."""
+"""The attention protocol, additive (MLP) attention, and target attention over the decoder's own states.
+
+Every attention of nmtkit follows one protocol (:class:`Attention`), so a decoder, or a
+combination of several encoders' attention, treats them alike:
+
+- ``keys(memory)``: the part of the scores that depends only on the memory, once per sentence;
+- ``attention(query, keys, memory, mask) -> (context, weights)``: a query ``[B, Q]`` (one step)
+  or ``[B, T, Q]`` (several) gives contexts ``[B, (T,) M]`` and weights ``[B, (T,) S]`` that sum to
+  one over the real positions and are exactly zero at padding.
+
+Implemented by :class:`MLPAttention` (Bahdanau), :class:`TargetAttention` and
+:class:`~nmtkit.models.luong_attention.LuongAttention`.
+"""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Protocol
 
 import torch
 from torch import nn
@@ -12,12 +24,21 @@ def masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.
     return torch.softmax(scores if mask is None else scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
+class Attention(Protocol):
+    """What every attention mechanism provides (see the module's docstring)."""
+
+    def keys(self, memory: torch.Tensor) -> torch.Tensor: ...
+
+    def __call__(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
+                 mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
 class MLPAttention(nn.Module):
     """Additive attention of Bahdanau et al. (2015): e_ij = v^T tanh(W s_{i-1} + U h_j).
 
     ``U h_j`` does not depend on the decoder step, so :meth:`keys` computes it once per
     sentence. With ``project_query=False`` the caller passes ``W s_{i-1}`` already computed
-    (RNNSearch fuses W with its recurrent weights into one matrix product per step).
+    (RNNSearch's GRU cell fuses W with its recurrent weights into one matrix product per step).
 
     The memory may be empty (``S = 0``): the context is then a zero vector, as target attention
     needs at its first step (target-target-attention.txt, footnote 5).
@@ -35,14 +56,39 @@ class MLPAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
                 mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Context ``[B, M]`` and weights ``[B, S]`` for a query ``[B, Q]`` (or ``[B, A]`` if projected).
+        """Context ``[B, (T,) M]`` and weights ``[B, (T,) S]`` for a query ``[B, (T,) Q]`` (``A`` wide if projected).
 
         ``mask [B, S]`` is True at real positions; None means all are real."""
         q = self.query(query) if self.query is not None else query
+        steps = q.dim() == 3
+        if steps:  # [B, T, S, A]: every step against every position
+            q, keys = q.unsqueeze(2), keys.unsqueeze(1)
+            mask = None if mask is None else mask.unsqueeze(1)
+        else:
+            q = q.unsqueeze(1)
         # Bahdanau Eq. (A.1.2) e_ij = v^T tanh(x) = 2 v^T σ(2x) − Σv: σ is several times faster than tanh
         # on CPUs (nmtkit.models.activation), and the softmax ignores the constant −Σv, so it is left out.
-        hidden = (keys + q.unsqueeze(1)).mul_(2).sigmoid_()
+        hidden = (keys + q).mul_(2).sigmoid_()
         scores = hidden @ (2 * self.v.weight[0])  # e_ij + Σv
         weights = masked_softmax(scores, mask)  # alpha_ij, target-target-attention.txt Eq. 4
-        context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # c_i = sum_j alpha_ij h_j, Eq. 5
-        return context, weights
+        if steps:
+            return torch.bmm(weights, memory), weights
+        return torch.bmm(weights.unsqueeze(1), memory).squeeze(1), weights  # c_i = sum_j alpha_ij h_j, Eq. 5
+
+
+class TargetAttention(MLPAttention):
+    """Target-target attention (target-target-attention.txt Eq. 6-7): MLP attention from s_{j-1}
+    over the decoder's previous states s_1..s_{j-1}, a memory that grows by one state per step.
+
+    The memory and its keys U_d s_t + b_d live in the decoding state; :meth:`extend` appends a
+    new state and its key, so a step scores the history without recomputing it. At the first
+    step the memory is empty and the context is zero (footnote 5).
+    """
+
+    def empty(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """An empty memory ``[B, 0, H]`` and its keys ``[B, 0, A]`` for states like ``state [B, H]``."""
+        return state.new_zeros(state.size(0), 0, state.size(1)), state.new_zeros(state.size(0), 0, self.key.out_features)
+
+    def extend(self, memory: torch.Tensor, keys: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """M^{j+1} = M^j ∪ {s_j}: the memory and keys with ``state [B, H]`` appended."""
+        return torch.cat([memory, state.unsqueeze(1)], 1), torch.cat([keys, self.keys(state).unsqueeze(1)], 1)

@@ -1,4 +1,5 @@
-"""Recurrent encoders."""
+"""Recurrent encoders: over embedded inputs (:class:`RNNEncoder`), and over a text stream's token ids
+with their own embeddings (:class:`TextEncoder`)."""
 from __future__ import annotations
 
 from typing import Union
@@ -8,7 +9,9 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmtkit.models.fused import MaskedGRU, MaskedLSTM, in_one_dtype
+from nmtkit.data.batching import Stream
+from nmtkit.data.vocab import PAD
+from nmtkit.models.fast_recurrences import MaskedGRU, MaskedLSTM, in_one_dtype
 
 Final = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
 
@@ -91,3 +94,21 @@ class RNNEncoder(nn.Module):
             finals.append([torch.cat([s[last[d], d, batch] for d in range(self.directions)], -1) for s in states])
         final = [torch.stack(f) for f in zip(*finals)]  # [L, B, D·H] each
         return x.transpose(0, 1), mask, tuple(final) if self.cell == "lstm" else final[0]
+
+
+class TextEncoder(RNNEncoder):
+    """A text stream's encoder: its token embeddings (dropout on them), then :class:`RNNEncoder`.
+
+    It owns the embeddings and their initialisation (the padding row is zero and stays so);
+    ``dropout`` also applies between stacked layers.
+    """
+
+    def __init__(self, vocab_size: int, emb_size: int, hidden_size: int, layers: int = 1, cell: str = "gru",
+                 bidirectional: bool = True, dropout: float = 0.0):
+        super().__init__(emb_size, hidden_size, layers, cell, bidirectional, dropout)
+        self.embedding = nn.Embedding(vocab_size, emb_size, padding_idx=PAD)
+        self.embedding_dropout = nn.Dropout(dropout)
+
+    def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, Final]:
+        """Memory ``[B, S, D·H]``, mask ``[B, S]`` and final states of a stream of token ids (see :class:`RNNEncoder`)."""
+        return self(self.embedding_dropout(self.embedding(stream.data)), stream.lengths)

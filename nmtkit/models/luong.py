@@ -11,22 +11,30 @@ the whole sequence at once and attends for all steps in one batched product.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 import torch
 from torch import nn
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.vocab import PAD
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.activation import tanh
-from nmtkit.models.encoder import RNNEncoder
+from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.luong_attention import KINDS, SCORES, LuongAttention
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnnsearch import RNN_OPTIONS
-from nmtkit.models.seq2seq import Attention, Seq2Seq
+from nmtkit.models.rnnsearch import text_sizes
+from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
-SHARED = ("emb_size", "enc_size", "dec_size", "dropout", "tie_embeddings", "param_init")
-LUONG_OPTIONS = [o for o in RNN_OPTIONS if o.name in SHARED] + [
+LUONG_OPTIONS = [
+    Option("emb_size", 256, "word embedding size (source and target)"),
+    Option("enc_size", 256, "encoder LSTM size per direction"),
+    Option("dec_size", 512, "decoder LSTM size"),
+    Option("dropout", 0.2, "dropout on embeddings, between LSTM layers and before the output layer"),
+    Option("tie_embeddings", False, "share the target embeddings with the output layer (needs emb_size == dec_size)"),
+    Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
     Option("layers", 2, "LSTM layers of the encoder and of the decoder (luong)"),
     Option("encoder_type", "brnn", "luong encoder: rnn (unidirectional, as in the paper) or brnn (bidirectional)",
            choices=("rnn", "brnn")),
@@ -49,9 +57,8 @@ class Luong(Seq2Seq):
         if tie_embeddings and emb_size != dec_size:
             raise ValueError("tie_embeddings needs emb_size == dec_size for luong (W_s maps h~_t of size dec_size)")
         self.input_feed, self.dec_size, self.layers = input_feed, dec_size, layers
-        self.src_emb = nn.Embedding(src_vocab, emb_size, padding_idx=PAD)
+        self.encoder = TextEncoder(src_vocab, emb_size, enc_size, layers, "lstm", encoder_type == "brnn", dropout)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
-        self.encoder = RNNEncoder(emb_size, enc_size, layers, "lstm", encoder_type == "brnn", dropout)
         memory = self.encoder.output_size
         self.bridge_h = nn.Linear(memory, dec_size)  # decoder (h, c) of each layer from the encoder's final ones
         self.bridge_c = nn.Linear(memory, dec_size)
@@ -62,15 +69,15 @@ class Luong(Seq2Seq):
         self.combine = nn.Linear(memory + dec_size, dec_size, bias=False)  # W_c, Eq. 5
         self.output = nn.Linear(dec_size, tgt_vocab)  # W_s, Eq. 6
         self.dropout = nn.Dropout(dropout)
-        self.init_parameters(param_init, tie_embeddings)
+        self.init_parameters(param_init, [(self.output, self.tgt_emb)] if tie_embeddings else ())
 
-    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
-        memory, mask, (h, c) = self.encoder(self.dropout(self.src_emb(src)), src_lens)  # h, c: [L, B, M]
-        batch = src.size(0)
+    def encode(self, batch: Batch) -> DecoderState:
+        memory, mask, (h, c) = self.encoder.encode(batch["src"])  # h, c: [L, B, M]
+        size, device = batch.size, memory.device
         return DecoderState({
             "memory": memory, "keys": self.attention.keys(memory), "mask": mask,
             "h": torch.tanh(self.bridge_h(h)).transpose(0, 1), "c": self.bridge_c(c).transpose(0, 1),
-            "feed": memory.new_zeros(batch, self.dec_size), "step": torch.zeros(batch, dtype=torch.long, device=src.device),
+            "feed": memory.new_zeros(size, self.dec_size), "step": torch.zeros(size, dtype=torch.long, device=device),
         }, static=("memory", "keys", "mask"))
 
     def _attend(self, top: torch.Tensor, state: DecoderState, steps: torch.Tensor):
@@ -96,8 +103,8 @@ class Luong(Seq2Seq):
         log_probs = torch.log_softmax(self.output(self.dropout(h_tilde)).float(), dim=-1)
         return log_probs, state, {"source": weights}
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
-        state = self.encode(batch.src, batch.src_lens)
+    def forward(self, batch: Batch) -> ModelOutput:
+        state = self.encode(batch)
         emb = self.tgt_emb(batch.tgt_in)
         if self.input_feed:  # h̃_{t-1} enters step t: step by step
             outputs, weights = [], []
@@ -110,10 +117,10 @@ class Luong(Seq2Seq):
             top, state = self._recur(self.dropout(emb), state)
             steps = torch.arange(emb.size(1), device=emb.device).unsqueeze(0)
             h_tilde, weights = self._attend(top, state, steps)
-        return self.output(self.dropout(h_tilde)), {"source": weights}
+        return ModelOutput(self.output(self.dropout(h_tilde)), {"source": weights})
 
 
 @register_model("luong", LUONG_OPTIONS, "stacked LSTMs, global (dot/general/concat/location) or local-m/local-p "
                                         "attention, input feeding")
-def build_luong(config: dict, src_vocab: int, tgt_vocab: int) -> Luong:
-    return Luong(src_vocab, tgt_vocab, **option_values(config, LUONG_OPTIONS))
+def build_luong(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Luong:
+    return Luong(*text_sizes("luong", meta), **option_values(config, LUONG_OPTIONS))

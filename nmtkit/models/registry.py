@@ -1,34 +1,49 @@
-"""The model registry: architecture name -> builder and its options.
+"""The model registry: architecture name -> builder and its own options.
 
 Adding an architecture is one module with one ``@register_model``; the trainer, the
-search and the CLI find it here.
+search and the CLI find it here. Each architecture declares its own options (an
+architecture's ``layers`` never takes another's default); ``train`` resolves them once
+``--arch`` is known.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from nmtkit.config import Option
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
+
+#: ``builder(config, meta, vocabs) -> Seq2Seq``: the resolved options of the architecture, the corpus'
+#: streams (kinds and sizes) and the vocabularies of its text streams.
+Builder = Callable[[dict, CorpusMeta, Mapping[str, Vocab]], object]
 
 
 @dataclass
 class ModelSpec:
     name: str
-    builder: Callable
+    builder: Builder
     options: list[Option] = field(default_factory=list)
     description: str = ""
+
+    def option(self, name: str) -> Optional[Option]:
+        return next((o for o in self.options if o.name == name), None)
 
 
 MODELS: dict[str, ModelSpec] = {}
 
 
-def register_model(name: str, options: Sequence[Option] = (), description: str = "") -> Callable:
-    """Decorator: register ``builder(config, src_vocab_size, tgt_vocab_size) -> Seq2Seq`` as ``name``."""
+def register_model(name: str, options: Sequence[Option] = (), description: str = "") -> Callable[[Builder], Builder]:
+    """Decorator: register ``builder(config, meta, vocabs) -> Seq2Seq`` as architecture ``name``
+    with its ``options`` (each a config key and ``--flag`` of ``train``)."""
 
-    def wrap(builder: Callable) -> Callable:
+    def wrap(builder: Builder) -> Builder:
         if name in MODELS:
             raise ValueError(f"model {name!r} registered twice")
+        names = [o.name for o in options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"model {name!r} declares an option twice")
         MODELS[name] = ModelSpec(name, builder, list(options), description)
         return builder
 
@@ -45,20 +60,17 @@ def get_spec(name: str) -> ModelSpec:
     return MODELS[name]
 
 
-def model_options() -> list[Option]:
-    """All architectures' options, each name once (architectures may share keys such as emb_size)."""
-    seen: dict[str, Option] = {}
-    for spec in MODELS.values():
-        for o in spec.options:
-            seen.setdefault(o.name, o)
-    return list(seen.values())
+def owners(option: str) -> list[str]:
+    """The architectures that declare ``option`` (for messages about a key given to another one)."""
+    return [n for n in model_names() if MODELS[n].option(option) is not None]
 
 
-def option_values(config: dict, options: Sequence[Option]) -> dict:
+def option_values(config: Mapping, options: Sequence[Option]) -> dict:
     """The values of ``options`` in ``config``, defaults for keys it lacks (configs saved before an option existed)."""
     return {o.name: config.get(o.name, o.default) for o in options}
 
 
-def build_model(config: dict, src_vocab_size: int, tgt_vocab_size: int):
-    """Build the architecture named by ``config['arch']``."""
-    return get_spec(config["arch"]).builder(config, src_vocab_size, tgt_vocab_size)
+def build_model(config: Mapping, meta: CorpusMeta, vocabs: Optional[Mapping[str, Vocab]] = None):
+    """Build the architecture named by ``config['arch']`` with its options (defaults for missing keys)."""
+    spec = get_spec(config["arch"])
+    return spec.builder({**option_values(config, spec.options), "arch": spec.name}, meta, dict(vocabs or {}))

@@ -9,32 +9,37 @@ recurrent step, the context c_i entering the GRU (target-target-attention.txt Eq
     p(y_i | y_<i, x) = softmax(W_o t_i)
 
 The decoder is :class:`~nmtkit.models.rnn_decoder.RNNDecoder`, which the target-attention
-models extend; ``decoder_cell: lstm`` swaps the GRU for an LSTM.
+models extend; ``decoder_cell`` swaps the GRU for an LSTM or a conditional GRU.
 """
 from __future__ import annotations
+
+from typing import Mapping
 
 import torch
 from torch import nn
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.vocab import PAD
-from nmtkit.models.encoder import RNNEncoder
+from nmtkit.data.meta import TOKENS, CorpusMeta
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.models.cells import CELLS
+from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnn_decoder import BRIDGES, CELLS, RNNDecoder
-from nmtkit.models.seq2seq import Attention, Seq2Seq
+from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
+from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 RNN_OPTIONS = [
     Option("emb_size", 256, "word embedding size (source and target)"),
-    Option("enc_size", 256, "encoder RNN size per direction (GRU for rnnsearch, LSTM for luong)"),
+    Option("enc_size", 256, "encoder GRU size per direction"),
     Option("dec_size", 512, "decoder RNN size"),
     Option("att_size", 0, "attention MLP hidden size (0: the decoder size)"),
     Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)"),
     Option("dropout", 0.2, "dropout on embeddings and the deep output"),
     Option("tie_embeddings", False, "share the target embeddings with the output layer (needs readout_size == emb_size)"),
     Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
-    Option("decoder_cell", "gru", "rnnsearch-family decoder cell: gru (the papers' NMT models) or lstm", choices=CELLS),
+    Option("decoder_cell", "gru", "decoder cell: gru (the papers' NMT models), lstm, or cgru (conditional GRU: "
+                                  "attention between two GRU transitions)", choices=tuple(CELLS)),
 ]
 
 
@@ -50,33 +55,38 @@ class RNNSearch(Seq2Seq):
         readout_size = readout_size or emb_size
         if tie_embeddings and readout_size != emb_size:
             raise ValueError("tie_embeddings needs readout_size == emb_size")
-        self.src_emb = nn.Embedding(src_vocab, emb_size, padding_idx=PAD)
+        self.encoder = TextEncoder(src_vocab, emb_size, enc_size, dropout=dropout)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
-        self.encoder = RNNEncoder(emb_size, enc_size)
         sizes = (emb_size, self.encoder.output_size, dec_size, att_size, readout_size, tgt_vocab, dropout, decoder_cell)
         self.decoder = RNNDecoder(*sizes, target_attention=target_attention, extra_size=dec_size if reverse else 0)
         self.reverse = RNNDecoder(*sizes, target_attention=True, prefix="reverse_") if reverse else None
         self.dropout = nn.Dropout(dropout)
-        self.init_parameters(param_init, tie_embeddings,
-                             [d.output for d in (self.decoder, self.reverse) if d is not None])
+        decoders = [d for d in (self.decoder, self.reverse) if d is not None]
+        self.init_parameters(param_init, [(d.readout.output, self.tgt_emb) for d in decoders] if tie_embeddings else ())
 
-    def source(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
+    def source(self, batch: Batch) -> DecoderState:
         """The encoder's part of the state: ``memory`` h_j ``[B, S, 2H]`` and ``mask`` ``[B, S]``."""
-        memory, mask, _ = self.encoder(self.dropout(self.src_emb(src)), src_lens)
-        return DecoderState({"memory": memory, "mask": mask, "src_lens": src_lens}, static=("memory", "mask", "src_lens"))
+        memory, mask, _ = self.encoder.encode(batch["src"])
+        return DecoderState({"memory": memory, "mask": mask}, static=("memory", "mask"))
 
-    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
-        return self.decoder.start(self.source(src, src_lens), src_lens)
+    def encode(self, batch: Batch) -> DecoderState:
+        return self.decoder.start(self.source(batch))
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
         logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
         return torch.log_softmax(logits.float(), dim=-1), state, weights
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch.src, batch.src_lens))
-        return logits, weights
+    def forward(self, batch: Batch) -> ModelOutput:
+        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
+        return ModelOutput(logits, weights)
+
+
+def text_sizes(arch: str, meta: CorpusMeta) -> tuple[int, int]:
+    """Source and target vocabulary sizes of a one-source text corpus (what the single-encoder models read)."""
+    meta.require(arch, src=TOKENS)
+    return meta.streams["src"].size, meta.target.size
 
 
 @register_model("rnnsearch", RNN_OPTIONS, "BiGRU encoder, GRU decoder with MLP attention on s_{i-1}, deep output")
-def build_rnnsearch(config: dict, src_vocab: int, tgt_vocab: int) -> RNNSearch:
-    return RNNSearch(src_vocab, tgt_vocab, **option_values(config, RNN_OPTIONS))
+def build_rnnsearch(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> RNNSearch:
+    return RNNSearch(*text_sizes("rnnsearch", meta), **option_values(config, RNN_OPTIONS))

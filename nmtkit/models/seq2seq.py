@@ -1,66 +1,86 @@
 """The interface every model implements, which the trainer and the search rely on."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
 from torch import nn
 
 from nmtkit.data.batching import Batch
-from nmtkit.data.vocab import PAD
 from nmtkit.models.state import DecoderState
 
 Attention = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
-AUXILIARY = "auxiliary"  # forward()'s extra key: [(logits, gold)] of decoders trained jointly
+
+
+@dataclass
+class ModelOutput:
+    """What a teacher-forced forward pass gives the trainer.
+
+    ``logits [B, T, V]`` of ``batch.tgt_out``; ``attention`` by name, ``[B, T, ...]``;
+    ``auxiliary``: ``(logits, gold)`` pairs of decoders trained jointly (the reverse decoder of
+    rtatt/bitatt-rnn), whose cross-entropy is added to the loss; ``losses``: other terms added
+    to the loss as they are (a regulariser, say), by name.
+    """
+
+    logits: torch.Tensor
+    attention: Attention = field(default_factory=dict)
+    auxiliary: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    losses: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def max_lengths(lengths: torch.Tensor, a: float, b: int) -> torch.Tensor:
+    """Longest output allowed per sentence: a·|x| + b tokens, with ``lengths`` |x| + 1 (``</s>`` counted); EOS excluded."""
+    return (a * (lengths - 1).float() + b).floor().long().clamp(min=1)
 
 
 class Seq2Seq(nn.Module):
     """A sequence-to-sequence model.
 
-    - ``forward(batch)``: teacher-forced logits ``[B, T, V]`` for ``batch.tgt_in`` and the
-      attention weights of every step (name -> ``[B, T, ...]``). A model with an auxiliary
-      decoder trained jointly (the reverse decoder of bitatt-rnn) adds ``AUXILIARY``: a list of
-      ``(logits, gold)`` pairs whose cross-entropy the trainer adds to the loss.
-    - ``encode(src, src_lens)``: the initial :class:`DecoderState` for a batch of sources.
+    - ``encode(batch)``: the initial :class:`DecoderState` for a batch of inputs.
     - ``decode_step(prev, state)``: log-probabilities ``[B, V]`` of the next token given the
       previous tokens ``[B]``, the new state, and this step's attention (name -> ``[B, ...]``).
-    - ``score_logits(batch)``: teacher-forced logits of the target given the source alone, as
+    - ``forward(batch)``: the teacher-forced :class:`ModelOutput` for ``batch.tgt_in``.
+    - ``score_logits(batch)``: teacher-forced logits of the target given the inputs alone, as
       decoding conditions them; perplexity (Eq. 13) is computed from these. The same as
       ``forward`` unless training conditions on the reference otherwise (R̃ of rtatt/bitatt-rnn).
+    - ``max_output_len(batch, a, b)``: each sentence's output length limit; a·|x| + b over the
+      ``src`` stream unless the model says otherwise (an image has no length).
 
     A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
     """
 
-    #: Names of the modules through which a component's output enters the rest of the network
-    #: (target attention into the decoder's gates, say). A warm start zeroes the new ones, so that
-    #: the model starts out computing what its checkpoint computed and learns to use the component.
+    #: Names (dotted suffixes) of the modules through which a component's output enters the rest of
+    #: the network (target attention into the decoder's gates, say). A warm start zeroes the new ones,
+    #: so that the model starts out computing what its checkpoint computed and learns to use the component.
     bridges: tuple[str, ...] = ()
 
-    def init_parameters(self, param_init: float, tie_embeddings: bool, outputs: Sequence[nn.Linear] = ()) -> None:
-        """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie outputs.
-
-        Expects ``src_emb`` and ``tgt_emb`` modules; ``outputs`` are the output layers to tie to
-        the target embeddings (default: the ``output`` module).
-        """
+    def init_parameters(self, param_init: float, tied: Sequence[tuple[nn.Linear, nn.Embedding]] = ()) -> None:
+        """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie output
+        layers to embeddings (``tied``: pairs of output layer and embedding)."""
         if param_init > 0:
             for p in self.parameters():
                 nn.init.uniform_(p, -param_init, param_init)
         with torch.no_grad():
-            self.src_emb.weight[PAD].zero_()
-            self.tgt_emb.weight[PAD].zero_()
-        if tie_embeddings:
-            for output in outputs or [self.output]:
-                output.weight = self.tgt_emb.weight
+            for m in self.modules():
+                if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                    m.weight[m.padding_idx].zero_()
+        for output, embedding in tied:
+            output.weight = embedding.weight
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
+    def forward(self, batch: Batch) -> ModelOutput:
         raise NotImplementedError
 
     def score_logits(self, batch: Batch) -> torch.Tensor:
-        """Teacher-forced logits ``[B, T, V]`` of ``batch.tgt_out`` given the source, conditioned as in decoding."""
-        return self(batch)[0]
+        """Teacher-forced logits ``[B, T, V]`` of ``batch.tgt_out`` given the inputs, conditioned as in decoding."""
+        return self(batch).logits
 
-    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
+    def encode(self, batch: Batch) -> DecoderState:
         raise NotImplementedError
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
         raise NotImplementedError
+
+    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
+        """The longest output ``[B]`` each sentence may get (``</s>`` excluded): a·|x| + b over ``src``."""
+        return max_lengths(batch["src"].lengths, a, b)

@@ -20,18 +20,18 @@ then the forward decoder searches (beam or greedy) with R̃ of that pass, throug
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 import torch
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.vocab import BOS, EOS, PAD
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.vocab import BOS, EOS, PAD, Vocab
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
-from nmtkit.models.seq2seq import AUXILIARY, Attention
+from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch, text_sizes
+from nmtkit.models.seq2seq import ModelOutput, max_lengths
 from nmtkit.models.state import DecoderState
-from nmtkit.search.hypothesis import max_lengths
 
 REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·|x| + b words and one more step if </s> never comes
 
@@ -65,13 +65,13 @@ class TargetRNN(RNNSearch):
         the step that emits it included, or for at most a·|x| + b + 1 steps (``REVERSE_MAX_LEN``);
         a sentence leaves the batch when it ends.
         """
-        state = self.reverse.start(state, state["src_lens"])
+        state = self.reverse.start(state)
         return self._greedy_reverse(state) if reverse_in is None else self._forced_reverse(state, reverse_in)[1]
 
     def _greedy_reverse(self, state: DecoderState) -> torch.Tensor:
         """R̃ of the greedy reverse pass from a state the reverse decoder has started (see :meth:`reverse_context`)."""
         live = torch.arange(state.batch_size, device=state["mask"].device)  # original rows still decoding
-        steps = max_lengths(state["src_lens"], *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
+        steps = max_lengths(state["mask"].sum(1), *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
         prev = torch.full_like(live, BOS)
         total = None
         rows, means = [], []
@@ -91,30 +91,29 @@ class TargetRNN(RNNSearch):
                 state = state.reorder(keep)
         return torch.cat(means)[torch.cat(rows).argsort()]
 
-    def encode(self, src: torch.Tensor, src_lens: torch.Tensor) -> DecoderState:
-        state = self.source(src, src_lens)
+    def encode(self, batch: Batch) -> DecoderState:
+        state = self.source(batch)
         future = self.reverse_context(state) if self.reverse is not None else None
-        return self.decoder.start(state, src_lens, future)
+        return self.decoder.start(state, future)
 
     def score_logits(self, batch: Batch) -> torch.Tensor:
         """RNNSearch's teacher-forced pass from :meth:`encode`, whose R̃ comes from the greedy reverse pass
         as in two-pass decoding: training's R̃ may come from the reference, which the score must not see."""
-        return super().forward(batch)[0]
+        return super().forward(batch).logits
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, Attention]:
+    def forward(self, batch: Batch) -> ModelOutput:
         if self.reverse is None:
             return super().forward(batch)
-        state = self.source(batch.src, batch.src_lens)
+        state = self.source(batch)
         reverse_in, reverse_out = batch.reversed_target()
-        started = self.reverse.start(state, batch.src_lens)  # the reverse keys, for both passes below
+        started = self.reverse.start(state)  # the reverse keys, for both passes below
         reverse_logits, future = self._forced_reverse(started, reverse_in)  # R̃ (Eq. 19) from the reference
         if self.context_from == "greedy":  # R̃ as two-pass decoding computes it, a fixed input here
             with torch.no_grad():
                 future = self._greedy_reverse(started)
-        state = self.decoder.start(state, batch.src_lens, future)
+        state = self.decoder.start(state, future)
         logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
-        weights[AUXILIARY] = [(reverse_logits, reverse_out)]  # the second sum of Eq. 20 / 23
-        return logits, weights
+        return ModelOutput(logits, weights, auxiliary=[(reverse_logits, reverse_out)])  # the second sum of Eq. 20 / 23
 
 
 VARIANTS = {
@@ -133,8 +132,8 @@ def _register(name: str, target_attention: bool, reverse: bool, description: str
     options = REVERSE_OPTIONS if reverse else RNN_OPTIONS
 
     @register_model(name, options, description)
-    def build(config: dict, src_vocab: int, tgt_vocab: int) -> TargetRNN:
-        return TargetRNN(src_vocab, tgt_vocab, target_attention=target_attention, reverse=reverse,
+    def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> TargetRNN:
+        return TargetRNN(*text_sizes(name, meta), target_attention=target_attention, reverse=reverse,
                          **option_values(config, options))
 
 

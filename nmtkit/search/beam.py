@@ -13,7 +13,7 @@ import torch
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention, max_lengths
+from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 
 
 @torch.no_grad()
@@ -21,10 +21,10 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
                 max_len_b: int = 10, length_penalty: float = 1.0, attention: bool = False) -> list[list[Hypothesis]]:
     """The ``n_best`` hypotheses of each sentence of ``batch``, best first."""
     n, k = batch.size, beam_size
-    device = batch.src.device
+    device = batch.device
     n_best = min(n_best, k)
-    state = model.encode(batch.src, batch.src_lens).reorder(torch.arange(n, device=device).repeat_interleave(k))
-    limit = max_lengths(batch.src_lens, max_len_a, max_len_b)
+    state = model.encode(batch).reorder(torch.arange(n, device=device).repeat_interleave(k))
+    limit = model.max_output_len(batch, max_len_a, max_len_b)
     sent = torch.arange(n, device=device)  # original index of each live sentence
     scores = torch.full((n, k), -torch.inf, device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first

@@ -6,7 +6,7 @@ import torch
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention, max_lengths
+from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 
 
 @torch.no_grad()
@@ -14,12 +14,13 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
                   attention: bool = False) -> list[list[Hypothesis]]:
     """The most probable token at each step, for every sentence of ``batch`` (one hypothesis each)."""
     n = batch.size
-    state = model.encode(batch.src, batch.src_lens)
-    limit = max_lengths(batch.src_lens, max_len_a, max_len_b)
-    active = torch.arange(n, device=batch.src.device)
-    prev = torch.full((n,), BOS, dtype=torch.long, device=batch.src.device)
-    tokens = torch.zeros((n, 0), dtype=torch.long, device=batch.src.device)
-    logprob = torch.zeros(n, device=batch.src.device)
+    device = batch.device
+    state = model.encode(batch)
+    limit = model.max_output_len(batch, max_len_a, max_len_b)
+    active = torch.arange(n, device=device)
+    prev = torch.full((n,), BOS, dtype=torch.long, device=device)
+    tokens = torch.zeros((n, 0), dtype=torch.long, device=device)
+    logprob = torch.zeros(n, device=device)
     history: dict[str, torch.Tensor] = {}
     results: list[list[Hypothesis]] = [[] for _ in range(n)]
     t = 0

@@ -1,4 +1,4 @@
-"""A finished output sentence and the per-sentence length limit."""
+"""A finished output sentence, and the attention history of hypotheses."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,11 +19,6 @@ class Hypothesis:
     logprob: float
     score: float
     attention: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-def max_lengths(src_lens: torch.Tensor, a: float, b: int) -> torch.Tensor:
-    """Longest output allowed per sentence: a·|x| + b tokens (|x| without ``</s>``), EOS excluded."""
-    return (a * (src_lens - 1).float() + b).floor().long().clamp(min=1)
 
 
 def collect_attention(history: dict[str, torch.Tensor], row: int, length: int) -> dict[str, np.ndarray]:

@@ -6,7 +6,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import torch
 
-from nmtkit.data.batching import make_batch
+from nmtkit.data.batching import Batch, make_batch
 from nmtkit.data.text import strip_newline
 from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import Seq2Seq
@@ -30,10 +30,9 @@ class SearchOptions:
     attention: bool = False
 
 
-def search_batch(model: Seq2Seq, src: Sequence[Sequence[int]], opts: SearchOptions,
-                 device: torch.device) -> list[list[Hypothesis]]:
-    """Hypotheses for one batch of source id lists (greedy when ``beam_size`` is 1)."""
-    batch = make_batch(src).to(device)
+def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torch.device) -> list[list[Hypothesis]]:
+    """Hypotheses for the sentences of a batch (greedy when ``beam_size`` is 1)."""
+    batch = batch.to(device)
     if opts.beam_size <= 1:
         return greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
     return beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
@@ -42,12 +41,13 @@ def search_batch(model: Seq2Seq, src: Sequence[Sequence[int]], opts: SearchOptio
 
 def translate_ids(model: Seq2Seq, sources: Sequence[Sequence[int]], opts: SearchOptions,
                   device: torch.device, on_batch=None) -> list[list[Hypothesis]]:
-    """Hypotheses for every source, in input order; batches are formed from length-sorted sources."""
+    """Hypotheses for every source (the ``src`` stream's ids), in input order; batches are formed from
+    length-sorted sources."""
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     results: list[Optional[list[Hypothesis]]] = [None] * len(sources)
     for start in range(0, len(order), opts.batch_size):
         idx = order[start:start + opts.batch_size]
-        for i, hyps in zip(idx, search_batch(model, [sources[i] for i in idx], opts, device)):
+        for i, hyps in zip(idx, search_batch(model, make_batch([sources[i] for i in idx]), opts, device)):
             results[i] = hyps
         if on_batch:
             on_batch(len(idx))

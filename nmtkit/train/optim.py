@@ -1,8 +1,7 @@
-"""Optimisers and the validation-driven learning-rate schedule."""
+"""Optimisers."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
 import torch
 
@@ -25,40 +24,3 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr
-
-
-@dataclass
-class Schedule:
-    """Learning-rate decay on a validation drop, and early stopping with patience.
-
-    After each validation: if the metric is worse than the previous one, multiply the
-    learning rate by ``decay`` (target-target-attention.txt §3.1 halves it when BLEU
-    drops); if it has not beaten the best for ``patience`` validations, stop.
-    """
-
-    lr: float
-    metric: str = "bleu"  # bleu (higher is better) or ppl (lower is better)
-    decay: float = 0.5
-    patience: int = 10
-    min_lr: float = 0.0
-    best: Optional[float] = None
-    last: Optional[float] = None
-    bad: int = 0
-
-    def better(self, a: float, b: Optional[float]) -> bool:
-        return b is None or (a > b if self.metric == "bleu" else a < b)
-
-    def update(self, value: float) -> tuple[bool, bool]:
-        """Record a validation result; return (is_new_best, should_stop)."""
-        if self.last is not None and not self.better(value, self.last) and value != self.last:
-            self.lr = max(self.min_lr, self.lr * self.decay)
-        self.last = value
-        improved = self.better(value, self.best)
-        if improved:
-            self.best, self.bad = value, 0
-        else:
-            self.bad += 1
-        return improved, self.patience > 0 and self.bad >= self.patience
-
-    def state(self) -> dict:
-        return asdict(self)

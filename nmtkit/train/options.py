@@ -1,6 +1,7 @@
 """Training options (the model's own options come from the registry)."""
 from nmtkit.config import Option
 from nmtkit.train.optim import OPTIMIZERS
+from nmtkit.train.schedules import SCHEDULES
 
 TRAIN_OPTIONS = [
     Option("data", "", "corpus folder written by 'nmtkit preprocess'"),
@@ -14,9 +15,12 @@ TRAIN_OPTIONS = [
     Option("weight_decay", 0.0, "L2 weight decay"),
     Option("clip_norm", 1.0, "clip the gradient norm to this value (0: no clipping)"),
     Option("label_smoothing", 0.0, "label smoothing epsilon"),
+    Option("lr_schedule", "decay-on-worse", "learning-rate schedule: decay-on-worse (multiply by --lr-decay when the "
+           "validation metric gets worse) or inverse-sqrt (linear warm-up, then 1/sqrt(step))", choices=tuple(SCHEDULES)),
+    Option("warmup_steps", 4000, "inverse-sqrt: updates of linear warm-up to --lr"),
     Option("decay_metric", "bleu", "validation metric for learning-rate decay, early stopping and best.pt",
            choices=("bleu", "ppl")),
-    Option("lr_decay", 0.5, "multiply the learning rate by this when the validation metric gets worse (1: never)"),
+    Option("lr_decay", 0.5, "decay-on-worse: multiply the learning rate by this when the validation metric gets worse (1: never)"),
     Option("min_lr", 0.0, "do not decay the learning rate below this"),
     Option("patience", 10, "stop after this many validations without a new best (0: never)"),
     Option("max_epochs", 0, "stop after this many epochs (0: no limit)"),

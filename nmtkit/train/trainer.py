@@ -1,4 +1,6 @@
-"""The training loop: batches -> model -> loss -> update, validation, schedule, checkpoints."""
+"""The training loop: batches -> model -> loss -> update, with validation, the schedule and checkpoints
+at their times. The parts live beside it: :mod:`~nmtkit.train.validation`, :mod:`~nmtkit.train.schedules`,
+:mod:`~nmtkit.train.run_state`, :mod:`~nmtkit.train.warm_start`."""
 from __future__ import annotations
 
 import json
@@ -11,35 +13,21 @@ import torch
 import yaml
 from torch import nn
 
-from nmtkit.data.batching import TrainingBatches, make_batch
-from nmtkit.data.shards import Corpus, Shard
-from nmtkit.data.text import read_lines
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.data.batching import Batch, TrainingBatches
+from nmtkit.data.shards import Corpus
+from nmtkit.device import is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics.perplexity import corpus_nll, perplexity
-from nmtkit.metrics.text import corpus_score
+from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
-from nmtkit.models.seq2seq import AUXILIARY
+from nmtkit.models.loss import cross_entropy
 from nmtkit.progress import log, progress, warn
-from nmtkit.search.translator import SearchOptions, translate_ids
-from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint, warm_start
 from nmtkit.train.distributed import DistInfo, broadcast
-from nmtkit.train.loss import cross_entropy
-from nmtkit.train.optim import DEFAULT_LR, Schedule, make_optimizer, set_lr
-
-
-def pick_device(name: str) -> torch.device:
-    """``auto`` is the first GPU if there is one, else the CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise NmtkitError(f"--device {name}: no CUDA device is available", exit_code=2)
-    return device
-
-
-def is_out_of_memory(e: BaseException) -> bool:
-    text = str(e)
-    return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
+from nmtkit.train.optim import DEFAULT_LR, make_optimizer, set_lr
+from nmtkit.train.run_state import Progress, restore_rng, rng_state
+from nmtkit.train.schedules import make_schedule
+from nmtkit.train.validation import EarlyStopping, validate
+from nmtkit.train.warm_start import load_optimizer_by_name, warm_start
 
 
 class Trainer:
@@ -65,17 +53,17 @@ class Trainer:
         self.save_dir = Path(config["save_dir"])
         self.corpus = Corpus.open(config["data"])
         torch.manual_seed(config["seed"])
-        self.model = build_model(config, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab)).to(self.device)
+        self.model = build_model(config, self.corpus.meta, self.corpus.vocabs).to(self.device)
         if freeze_embeddings:
             for m in self.model.modules():
                 if isinstance(m, nn.Embedding):
                     m.weight.requires_grad_(False)
         self.optimizer = make_optimizer(config["optimizer"], self.model.parameters(), config["lr"],
                                         config["weight_decay"])
-        self.schedule = Schedule(config["lr"], config["decay_metric"], config["lr_decay"], config["patience"],
-                                 config["min_lr"])
-        self.progress = {"step": 0, "epoch": 1, "batch": 0, "elapsed": 0.0, "wall": 0.0, "tokens": 0,
-                         "oom_skipped": 0}
+        self.schedule = make_schedule(config, config["lr"])
+        set_lr(self.optimizer, self.schedule.lr)
+        self.stopping = EarlyStopping(config["decay_metric"], config["patience"])
+        self.progress = Progress()
         if resume:
             self._resume()
         elif init_from:
@@ -102,14 +90,13 @@ class Trainer:
         except RuntimeError as e:
             raise NmtkitError(f"--resume: {path} does not match the configured model: {str(e).splitlines()[0]}") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.schedule = Schedule(**ckpt["schedule"])
+        self.schedule.load_state(ckpt["schedule"])
+        self.stopping.load_state(ckpt["stopping"])
         set_lr(self.optimizer, self.schedule.lr)
-        self.progress = dict(ckpt["progress"])
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        if torch.cuda.is_available() and "cuda" in ckpt["rng"]:
-            torch.cuda.set_rng_state_all(ckpt["rng"]["cuda"])
+        self.progress = Progress(**ckpt["progress"])
+        restore_rng(ckpt["rng"])
         if self.dist.is_main:
-            log(f"resuming from {path}: step {self.progress['step']}, epoch {self.progress['epoch']}, "
+            log(f"resuming from {path}: step {self.progress.step}, epoch {self.progress.epoch}, "
                 f"lr {self.schedule.lr:.3g}")
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
@@ -123,7 +110,7 @@ class Trainer:
             if unused:
                 log(f"  not used from the checkpoint: {', '.join(unused)}")
         if init_optimizer:
-            self._load_optimizer_by_name(ckpt)
+            load_optimizer_by_name(self.model, self.optimizer, ckpt)
         old_lr = ckpt["schedule"]["lr"]
         if init_lr:
             self.schedule.lr = old_lr
@@ -134,41 +121,28 @@ class Trainer:
             log(f"  learning rate {self.schedule.lr:.3g} {source}; optimiser state "
                 + ("loaded for matching parameters (--init-optimizer)" if init_optimizer else "fresh"))
 
-    def _load_optimizer_by_name(self, ckpt: dict) -> None:
-        """Carry optimiser state over for parameters with the same name and shape."""
-        names = [n for n, p in self.model.named_parameters() if p.requires_grad]
-        old_names = ckpt.get("param_names", [])
-        old_state = ckpt["optimizer"]["state"]
-        own = {n: p for n, p in self.model.named_parameters()}
-        state = self.optimizer.state_dict()
-        for i, name in enumerate(names):
-            j = old_names.index(name) if name in old_names else None
-            if j is not None and j in old_state and all(
-                    not torch.is_tensor(v) or v.dim() == 0 or v.shape == own[name].shape
-                    for v in old_state[j].values()):
-                state["state"][i] = old_state[j]
-        self.optimizer.load_state_dict(state)
-
     # -- one update -----------------------------------------------------------------
-    def _update(self, batch) -> Optional[float]:
+    def _update(self, batch: Batch) -> Optional[float]:
         """Forward, backward and optimiser step; returns the summed loss of the (forward) decoder, or None if skipped (OOM)."""
         batch = batch.to(self.device)
         try:
             with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
                                 enabled=self.amp_dtype is not None):
-                logits, extras = self.net(batch)
+                out = self.net(batch)
                 smoothing = self.config["label_smoothing"]
-                nll = loss = cross_entropy(logits, batch.tgt_out, smoothing=smoothing)  # what the log reports
-                for aux_logits, gold in extras.get(AUXILIARY, ()):  # decoders trained jointly (Eq. 20, 23)
+                nll = loss = cross_entropy(out.logits, batch.tgt_out, smoothing=smoothing)  # what the log reports
+                for aux_logits, gold in out.auxiliary:  # decoders trained jointly (Eq. 20, 23)
                     loss = loss + cross_entropy(aux_logits, gold, smoothing=smoothing)
+                for term in out.losses.values():
+                    loss = loss + term
             self.scaler.scale(loss / batch.tgt_tokens).backward()
         except RuntimeError as e:
             if not is_out_of_memory(e) or self.dist.enabled:
                 raise
             self.optimizer.zero_grad(set_to_none=True)
-            self.progress["oom_skipped"] += 1
-            warn(f"out of memory on a batch of {batch.size} sentences × {batch.src.size(1)}/{batch.tgt_in.size(1)} "
-                 f"tokens: skipped ({self.progress['oom_skipped']} so far); lower --batch-size or --max-len")
+            self.progress.oom_skipped += 1
+            warn(f"out of memory on a batch of {batch.shape_text()}: skipped ({self.progress.oom_skipped} so far); "
+                 "lower --batch-size or --max-len")
             return None
         if self.config["clip_norm"] > 0:
             self.scaler.unscale_(self.optimizer)
@@ -193,60 +167,61 @@ class Trainer:
         window = {"loss": 0.0, "tokens": 0, "time": 0.0}
         last_valid: dict = {}
         stop_reason = None
-        self._wall_start, self._wall_base = time.perf_counter(), p["wall"]
+        self._wall_start, self._wall_base = time.perf_counter(), p.wall
         done = self._stop_reason(budget)
         if done:  # a resumed run that had already finished: not one more update or validation
             if self.dist.is_main:
-                log(f"nothing to do: {done} already ({p['step']} updates, epoch {p['epoch']})")
+                log(f"nothing to do: {done} already ({p.step} updates, epoch {p.epoch})")
             return last_valid
         with progress(transient=False) as bar:
-            task = bar.add_task("training", total=c["max_steps"] or None, completed=p["step"], info="")
+            task = bar.add_task("training", total=c["max_steps"] or None, completed=p.step, info="")
             while stop_reason is None:
-                for batch in self.batches.epoch(p["epoch"], skip=p["batch"]):
+                for batch in self.batches.epoch(p.epoch, skip=p.batch):
                     t0 = time.perf_counter()
                     loss = self._update(batch)
                     dt = time.perf_counter() - t0
-                    p["batch"] += 1
+                    p.batch += 1
                     if loss is None:
                         continue
-                    p["step"] += 1
-                    p["elapsed"] += dt
-                    p["tokens"] += batch.tgt_tokens
+                    p.step += 1
+                    set_lr(self.optimizer, self.schedule.on_update(p.step))
+                    p.elapsed += dt
+                    p.tokens += batch.tgt_tokens
                     window["loss"] += loss
                     window["tokens"] += batch.tgt_tokens
                     window["time"] += dt
-                    if p["step"] % c["log_every"] == 0:
+                    if p.step % c["log_every"] == 0:
                         self._log_train(window, bar, task)
                         window = {"loss": 0.0, "tokens": 0, "time": 0.0}
                     stop_reason = self._stop_reason(budget)
-                    if p["step"] % c["valid_every"] == 0 or stop_reason:
+                    if p.step % c["valid_every"] == 0 or stop_reason:
                         last_valid = self._validate_and_save()
                         if last_valid.get("stop"):
                             stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
-                    elif c["save_every"] and p["step"] % c["save_every"] == 0:
+                    elif c["save_every"] and p.step % c["save_every"] == 0:
                         self._save("last.pt")
                     if stop_reason:
                         break
                 else:
-                    p["epoch"] += 1
-                    p["batch"] = 0
+                    p.epoch += 1
+                    p.batch = 0
                     if self.batches.skipped and self.dist.is_main:
-                        log(f"epoch {p['epoch'] - 1}: skipped {self.batches.skipped} pairs longer than {c['max_len']} tokens")
+                        log(f"epoch {p.epoch - 1}: skipped {self.batches.skipped} examples longer than {c['max_len']} tokens")
                     stop_reason = self._stop_reason(budget)
                     if stop_reason:
                         last_valid = self._validate_and_save()
         if self.dist.is_main:
-            log(f"stopped: {stop_reason}; {p['step']} updates, best {c['decay_metric']} {self.schedule.best}")
+            log(f"stopped: {stop_reason}; {p.step} updates, best {c['decay_metric']} {self.stopping.best}")
         return last_valid
 
     def _stop_reason(self, budget: float) -> Optional[str]:
         c, p = self.config, self.progress
-        p["wall"] = self._wall_base + time.perf_counter() - self._wall_start
-        if c["max_steps"] and p["step"] >= c["max_steps"]:
+        p.wall = self._wall_base + time.perf_counter() - self._wall_start
+        if c["max_steps"] and p.step >= c["max_steps"]:
             return f"{c['max_steps']} updates done"
-        if p["wall"] >= budget:
+        if p.wall >= budget:
             return f"{c['max_time']:g} minutes of training done"
-        if c["max_epochs"] and p["epoch"] > c["max_epochs"]:
+        if c["max_epochs"] and p.epoch > c["max_epochs"]:
             return f"{c['max_epochs']} epochs done"
         return None
 
@@ -254,14 +229,14 @@ class Trainer:
         p = self.progress
         loss = window["loss"] / max(window["tokens"], 1)
         speed = window["tokens"] / max(window["time"], 1e-9) * self.dist.world_size
-        record = {"type": "train", "step": p["step"], "epoch": p["epoch"], "loss": round(loss, 5),
+        record = {"type": "train", "step": p.step, "epoch": p.epoch, "loss": round(loss, 5),
                   "ppl": round(perplexity(window["loss"], window["tokens"]), 3), "tok_per_s": round(speed, 1),
-                  "lr": self.schedule.lr, "elapsed_s": round(p["elapsed"], 2)}
+                  "lr": self.schedule.lr, "elapsed_s": round(p.elapsed, 2)}
         if self.dist.is_main:
-            bar.update(task, completed=p["step"],
-                       info=f"ep {p['epoch']} loss {loss:.3f} ppl {record['ppl']:.1f} {speed:,.0f} tok/s lr {self.schedule.lr:.2g}")
+            bar.update(task, completed=p.step,
+                       info=f"ep {p.epoch} loss {loss:.3f} ppl {record['ppl']:.1f} {speed:,.0f} tok/s lr {self.schedule.lr:.2g}")
             self._append_log(record)
-            log(f"step {p['step']} | epoch {p['epoch']} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
+            log(f"step {p.step} | epoch {p.epoch} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
                 f"{speed:,.0f} tok/s | lr {self.schedule.lr:.3g}")
 
     def _append_log(self, record: dict) -> None:
@@ -270,37 +245,19 @@ class Trainer:
 
     # -- validation and checkpoints ---------------------------------------------------
     def validate(self) -> dict:
-        """Perplexity of the validation set and BLEU/chrF of its translation."""
-        c = self.config
-        shards = [Shard(s) for s in self.corpus.shard_paths("valid")]
-        src = [sh.get("src", i) for sh in shards for i in range(len(sh))]
-        tgt = [sh.get("tgt", i) for sh in shards for i in range(len(sh))]
-        batches = (make_batch(src[i:i + 64], tgt[i:i + 64]) for i in range(0, len(src), 64))
-        nll, ntok = corpus_nll(self.model, batches, self.device)
-        result = {"type": "valid", "step": self.progress["step"], "epoch": self.progress["epoch"],
-                  "ppl": round(perplexity(nll, ntok), 4)}
-        n = c["valid_max_sentences"] or len(src)
-        ref_path = self.corpus.reference_path("valid")
-        refs = read_lines(ref_path)[:n] if ref_path else [self.corpus.tgt_vocab.decode(t) for t in tgt[:n]]
-        opts = SearchOptions(beam_size=c["valid_beam"], batch_size=c["valid_batch_size"],
-                             max_len_a=c["max_len_a"], max_len_b=c["max_len_b"])
-        self.model.eval()
-        try:
-            hyps = translate_ids(self.model, [s.tolist() for s in src[:n]], opts, self.device)
-        finally:
-            self.model.train()
-        texts = [self.corpus.tgt_vocab.decode(h[0].tokens) for h in hyps]
-        result["bleu"] = round(corpus_score("bleu", texts, [refs]).score, 3)
-        result["chrf"] = round(corpus_score("chrf", texts, [refs]).score, 3)
-        return result
+        """Perplexity of the validation set and BLEU/chrF of its translation (see :func:`validate`)."""
+        return {"type": "valid", "step": self.progress.step, "epoch": self.progress.epoch,
+                **validate(self.model, self.corpus, self.config, self.device)}
 
     def _validate_and_save(self) -> dict:
         result = None
         if self.dist.is_main:
             result = self.validate()
-            improved, stop = self.schedule.update(result[self.config["decay_metric"]])
-            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress["elapsed"], 2),
-                          wall_s=round(self.progress["wall"], 2))
+            value = result[self.config["decay_metric"]]
+            improved, stop = self.stopping.update(value)
+            self.schedule.on_validation(value)
+            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress.elapsed, 2),
+                          wall_s=round(self.progress.wall, 2))
             self._append_log(result)
             log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}" + (" | new best" if improved else "") + f" | lr {self.schedule.lr:.3g}")
@@ -315,13 +272,11 @@ class Trainer:
     def _save(self, name: str) -> None:
         if not self.dist.is_main:
             return
-        rng = {"torch": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            rng["cuda"] = torch.cuda.get_rng_state_all()
         save_checkpoint(self.save_dir / name, {
             "config": dict(self.config), "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "param_names": [n for n, p in self.model.named_parameters() if p.requires_grad],
-            "schedule": self.schedule.state(), "progress": dict(self.progress), "rng": rng,
-            "vocab": {"src": self.corpus.src_vocab.state(), "tgt": self.corpus.tgt_vocab.state()},
+            "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
+            "rng": rng_state(), "corpus": self.corpus.meta.state(),
+            "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()},
         })

@@ -16,10 +16,16 @@ def test_every_subcommand_has_help(command):
     assert "Usage: " in r.stdout and len(r.stdout) > 200
 
 
-def test_train_help_lists_the_model_options():
+def test_train_help_lists_the_architectures_and_each_one_its_own_options():
     out = run(["train", "--help"]).stdout
-    for flag in ("--dec-size", "--tie-embeddings", "--batch-type", "--resume", "--init-from", "--max-time"):
+    for flag in ("--arch", "--batch-type", "--resume", "--init-from", "--max-time", "--lr-schedule"):
         assert flag in out
+    assert "rnnsearch " in out and "bitatt-rnn " in out and "--dec-size" not in out
+    luong = run(["train", "--arch", "luong", "--help"]).stdout
+    assert "Options of --arch luong" in luong and "--layers" in luong and "--input-feed" in luong
+    assert "--decoder-cell" not in luong and "--batch-type" in luong
+    rnnsearch = run(["train", "--arch=rnnsearch", "--help"]).stdout
+    assert "--decoder-cell" in rnnsearch and "--layers" not in rnnsearch
 
 
 def test_demo_corpus(tmp_path):

@@ -8,7 +8,7 @@ def test_preprocess_spm_with_test_split(text_dir, tmp_path):
     r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--test", text_dir / "test",
              "--src", "en", "--tgt", "de", "--vocab", "spm:60", "--max-len", 12, "-o", tmp_path / "c"])
     m = json.loads((tmp_path / "c" / "manifest.json").read_text())
-    assert set(m["splits"]) == {"train", "valid", "test"} and m["vocab"]["kind"] == "spm"
+    assert set(m["splits"]) == {"train", "valid", "test"} and m["streams"]["src"]["vocab_kind"] == "spm"
     assert m["splits"]["train"]["sentences"] + m["splits"]["train"]["dropped"]["too_long"] == 2000
     assert "dropped" in r.stderr and (tmp_path / "c" / "vocab.src.model").exists()
 

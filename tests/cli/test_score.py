@@ -6,8 +6,9 @@ import sacrebleu
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.train.checkpoint import load_model
+from nmtkit.inference import load_model
 from tests.conftest import run
+from tests.conftest import unpack
 
 HYP = ["the cat sat on the mat", "a dog barked"]
 REF1 = ["the cat sat on a mat", "the dog barked"]
@@ -46,12 +47,12 @@ def test_mismatched_lines_and_missing_reference(files):
 def test_perplexity_is_eq_13(trained_ckpt, text_dir):
     r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
              "--score-only"])
-    model, sv, tv, _ = load_model(trained_ckpt)
+    model, sv, tv = unpack(load_model(trained_ckpt))
     nll, n = 0.0, 0
     for s, t in zip((text_dir / "test.en").read_text().splitlines(), (text_dir / "test.de").read_text().splitlines()):
         b = make_batch([sv.encode(s)], [tv.encode(t)])
         with torch.no_grad():
-            state = model.encode(b.src, b.src_lens)
+            state = model.encode(b)
         for i in range(b.tgt_in.size(1)):  # log P(y|x) summed step by step
             with torch.no_grad():
                 lp, state, _ = model.decode_step(b.tgt_in[:, i], state)

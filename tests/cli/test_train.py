@@ -4,9 +4,8 @@ import json
 import torch
 import yaml
 
-from nmtkit.cli.train import ALL_OPTIONS  # noqa: F401  (re-exported for the trainer tests)
 from nmtkit.search.attention_file import AttentionFile
-from nmtkit.train.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint
 from tests.conftest import TINY_MODEL, run
 
 
@@ -28,7 +27,7 @@ def test_train_writes_checkpoints_config_and_log(corpus_dir, tmp_path):
 def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir, trained_ckpt, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w", *TINY_MODEL, "--readout-size", 16,
              "--max-steps", 2, "--valid-every", 2, "--lr", 0.0003, "--init-from", trained_ckpt])
-    assert "new: decoder.output.weight, decoder.readout.bias, decoder.readout.weight" in r.stderr
+    assert "new: decoder.readout.base.bias, decoder.readout.base.weight, decoder.readout.output.weight" in r.stderr
     assert "learning rate 0.0003 from the config; the checkpoint had 0.005" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w2", *TINY_MODEL, "--max-steps", 2,
              "--valid-every", 2, "--init-from", trained_ckpt, "--init-lr", "--init-optimizer"])
@@ -39,10 +38,10 @@ def test_target_attention_models_warm_start_from_rnnsearch(corpus_dir, trained_c
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", *TINY_MODEL, "--arch", "bitatt-rnn",
              "--reverse-context", "reference", "--max-steps", 2, "--valid-every", 2, "--init-from", trained_ckpt])
     new = r.stderr.split(" new: ")[1].split("\n")[0].replace("\n", "")
-    assert "decoder.target_attention.v.weight" in new and "decoder.extra_gates.weight" in new
-    assert "reverse.hidden_proj.weight" in new and "decoder.hidden_proj.weight" not in new
+    assert "decoder.target_attention.v.weight" in new and "decoder.cell.inputs.extra.weight" in new
+    assert "reverse.cell.hidden.weight" in new and "decoder.cell.hidden.weight" not in new
     zeroed = r.stderr.split("what the checkpoint did: ")[1].split("\n")[0]
-    assert "decoder.extra_gates.weight" in zeroed and "decoder.target_gates.weight" in zeroed
+    assert "decoder.cell.inputs.extra.weight" in zeroed and "decoder.cell.contexts.target.weight" in zeroed
     ckpt = load_checkpoint(tmp_path / "t" / "last.pt")
     before = load_checkpoint(trained_ckpt)["model"]
     assert ckpt["config"]["arch"] == "bitatt-rnn" and ckpt["config"]["reverse_context"] == "reference" and before["encoder.rnn.weight_hh_l0"].shape == \
@@ -53,7 +52,7 @@ def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
     run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "f", *TINY_MODEL, "--max-steps", 3,
          "--valid-every", 3, "--init-from", trained_ckpt, "--freeze-embeddings"])
     before, after = load_checkpoint(trained_ckpt)["model"], load_checkpoint(tmp_path / "f" / "last.pt")["model"]
-    assert (before["src_emb.weight"] == after["src_emb.weight"]).all()
+    assert (before["encoder.embedding.weight"] == after["encoder.embedding.weight"]).all()
     assert not (before["decoder.attention.v.weight"] == after["decoder.attention.v.weight"]).all()
 
 
@@ -75,6 +74,35 @@ def test_option_errors(corpus_dir, tmp_path):
     assert "invalid choice" in r.stderr or "unknown architecture" in r.stderr
 
 
+def test_options_of_another_architecture_are_one_line_errors(corpus_dir, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--layers", 3], ok=False)
+    assert r.exit_code == 2 and r.stderr.strip().count("\n") == 0
+    assert "--layers: not an option of --arch rnnsearch but of luong" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--arch", "luong", "--decoder-cell", "lstm"], ok=False)
+    assert "--decoder-cell: not an option of --arch luong but of bitatt-rnn, ftatt-rnn" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--no-input-feed"], ok=False)
+    assert "--no-input-feed: not an option of --arch rnnsearch but of luong" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--nonsense", 1], ok=False)
+    assert "--nonsense: see 'nmtkit train --help'" in r.stderr
+    (tmp_path / "l.yaml").write_text("arch: rnnsearch\nlayers: 4\nattention: local-m\n")
+    r = run(["train", "--data", corpus_dir, "-c", tmp_path / "l.yaml"], ok=False)
+    assert "l.yaml: unknown key(s) attention, layers (not an option of --arch rnnsearch but of luong" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--arch", "transformer-xl"], ok=False)
+    assert "--arch: unknown architecture 'transformer-xl'" in r.stderr
+
+
+def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(corpus_dir, tmp_path):
+    (tmp_path / "l.yaml").write_text(f"arch: luong\ndata: {corpus_dir}\nlayers: 1\n")
+    run(["train", "-c", tmp_path / "l.yaml", "--save-dir", tmp_path / "l", "--emb-size", 8, "--enc-size", 8,
+         "--dec-size", 8, "--attention", "local-m", "--max-steps", 2, "--valid-every", 2, "--valid-max-sentences", 4])
+    saved = yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())
+    assert saved["arch"] == "luong" and saved["attention"] == "local-m" and saved["layers"] == 1
+    assert "decoder_cell" not in saved and "reverse_context" not in saved  # only luong's keys, and training's
+    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 3, "--attention-window", 5])
+    assert "resuming from" in r.stderr
+    assert yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())["attention_window"] == 5
+
+
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
     r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent], ok=False)
     assert "already holds a run; use --resume" in r.stderr
@@ -84,7 +112,7 @@ def test_mixed_precision_trains_on_the_cpu(corpus_dir, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "amp", *TINY_MODEL, "--amp", "--max-steps", 4,
              "--valid-every", 4, "--log-every", 2])
     assert "validation at step 4" in r.stderr
-    assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["decoder.output.weight"].dtype == torch.float32
+    assert load_checkpoint(tmp_path / "amp" / "last.pt")["model"]["decoder.readout.output.weight"].dtype == torch.float32
 
 
 def test_luong_local_p_trains_and_translates_with_attention(corpus_dir, tmp_path):

@@ -1,6 +1,7 @@
 import random
 
 import numpy as np
+import torch
 import pytest
 
 from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch
@@ -10,8 +11,8 @@ from nmtkit.data.vocab import BOS, EOS, PAD
 
 def test_make_batch_pads_and_adds_markers():
     b = make_batch([[5, 6, 7], [8]], [[9], [10, 11]])
-    assert b.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
-    assert b.src_lens.tolist() == [4, 2]
+    assert b["src"].data.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
+    assert b["src"].lengths.tolist() == [4, 2]
     assert b.tgt_in.tolist() == [[BOS, 9, PAD], [BOS, 10, 11]]
     assert b.tgt_out.tolist() == [[9, EOS, PAD], [10, 11, EOS]]
     assert b.tgt_tokens == 5
@@ -56,7 +57,7 @@ def test_ranks_get_disjoint_equal_shares(tmp_path):
         tb = TrainingBatches(shards, 4, seed=2, rank=rank, world_size=2)
         batches = list(tb.epoch(1))
         counts.append(len(batches))
-        seen.append({tuple(r) for b in batches for r in b.src.tolist()})
+        seen.append({tuple(r) for b in batches for r in b["src"].data.tolist()})
     assert counts[0] == counts[1]
     single = list(TrainingBatches(shards, 4, seed=2).epoch(1))
     assert sum(counts) <= len(single)
@@ -65,16 +66,28 @@ def test_ranks_get_disjoint_equal_shares(tmp_path):
 def test_epoch_order_changes_with_epoch_and_skip_resumes(tmp_path):
     shards = _shard(tmp_path)
     tb = TrainingBatches(shards, 4, seed=2)
-    e1 = [b.src.tolist() for b in tb.epoch(1)]
-    e2 = [b.src.tolist() for b in tb.epoch(2)]
+    e1 = [b["src"].data.tolist() for b in tb.epoch(1)]
+    e2 = [b["src"].data.tolist() for b in tb.epoch(2)]
     assert e1 != e2
-    assert [b.src.tolist() for b in tb.epoch(1, skip=5)] == e1[5:]
+    assert [b["src"].data.tolist() for b in tb.epoch(1, skip=5)] == e1[5:]
 
 
 def test_overlong_pairs_are_skipped_and_counted(tmp_path):
     shards = _shard(tmp_path)
     tb = TrainingBatches(shards, 4, seed=2, max_len=5)
     batches = list(tb.epoch(1))
-    assert all(b.src.size(1) <= 6 and b.tgt_in.size(1) <= 6 for b in batches)
+    assert all(b["src"].data.size(1) <= 6 and b.tgt_in.size(1) <= 6 for b in batches)
     kept = sum(b.size for b in batches)
     assert tb.skipped == 50 - kept and tb.skipped > 0
+
+
+def test_a_batch_holds_named_token_and_feature_streams():
+    feats = [np.ones((3, 2), np.float32), np.full((1, 2), 2, np.float32)]
+    b = make_batch({"src": [[5, 6], [7]], "image": feats}, [[9], [10, 11]])
+    assert b["src"].is_tokens and not b["image"].is_tokens and b.size == 2
+    assert b["image"].data.shape == (2, 3, 2) and b["image"].lengths.tolist() == [3, 1]
+    assert b["image"].mask.tolist() == [[True, True, True], [True, False, False]]
+    assert (b["image"].data[1, 1:] == 0).all() and b["src"].lengths.tolist() == [3, 2]
+    moved = b.to(torch.device("cpu"))
+    assert set(moved.inputs) == {"src", "image"} and torch.equal(moved.tgt_out, b.tgt_out)
+    assert "32 sentences" not in b.shape_text() and "image 3" in b.shape_text()

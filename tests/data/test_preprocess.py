@@ -28,7 +28,7 @@ def test_length_filter_and_empty_pairs_are_counted(tmp_path):
     assert manifest["splits"]["valid"]["sentences"] == 2  # held-out sets are kept whole
     corpus = Corpus.open(out)
     shard = Shard(corpus.shard_paths("train")[0])
-    assert corpus.src_vocab.decode(shard.get("src", 0).tolist()) == "a b c"
+    assert corpus.vocabs["src"].decode(shard.get("src", 0).tolist()) == "a b c"
     assert corpus.reference_path("valid").read_text() == "x\ny\n"
 
 
@@ -69,9 +69,48 @@ def test_joint_sentencepiece_vocabulary(tmp_path):
     train, valid = _pairs(tmp_path)
     out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec.parse("spm:20"))
     corpus = Corpus.open(out)
-    assert corpus.src_vocab.kind == "spm" and len(corpus.src_vocab) == len(corpus.tgt_vocab)
+    assert corpus.vocabs["src"].kind == "spm" and len(corpus.vocabs["src"]) == len(corpus.tgt_vocab)
 
 
 def test_bad_vocab_spec():
     with pytest.raises(NmtkitError, match="--vocab"):
         VocabSpec.parse("bpe32000")
+
+
+def test_several_source_streams(tmp_path):
+    """APE-style corpus: PREFIX.src and PREFIX.mt as two input streams, PREFIX.pe the target."""
+    for split, rows in (("train", [("a b", "x y", "x z"), ("c", "y", "y"), ("a", "", "z")]), ("valid", [("b", "x", "x")])):
+        for k, ext in enumerate(("src", "mt", "pe")):
+            (tmp_path / f"{split}.{ext}").write_text("".join(r[k] + "\n" for r in rows))
+    out = preprocess(tmp_path / "c", ["src", "mt"], "pe", tmp_path / "train", tmp_path / "valid",
+                     vocab=VocabSpec("word", 50))
+    corpus = Corpus.open(out)
+    assert list(corpus.meta.streams) == ["src", "mt", "tgt"] and list(corpus.meta.inputs) == ["src", "mt"]
+    assert corpus.meta.streams["mt"].lang == "mt" and corpus.meta.streams["mt"].kind == "tokens"
+    shard = Shard(corpus.shard_paths("train")[0])
+    assert len(shard) == 2  # the example with an empty mt line is dropped
+    assert corpus.vocabs["mt"].decode(shard.get("mt", 0).tolist()) == "x y"
+    assert corpus.tgt_vocab.decode(shard.get("tgt", 0).tolist()) == "x z"
+    assert corpus.vocabs["src"] is not corpus.vocabs["mt"]  # word vocabularies: one per stream
+    named = preprocess(tmp_path / "n", ["src", "hyp=mt"], "pe", tmp_path / "train", tmp_path / "valid",
+                       vocab=VocabSpec("word", 50, joint=True))
+    joint = Corpus.open(named)
+    assert list(joint.meta.inputs) == ["src", "hyp"] and joint.vocabs["src"].tokens == joint.vocabs["hyp"].tokens
+    with pytest.raises(NmtkitError, match="--src 'tgt=mt'"):
+        preprocess(tmp_path / "bad", ["src", "tgt=mt"], "pe", tmp_path / "train", tmp_path / "valid")
+    (tmp_path / "valid.mt").write_text("x\ny\n")
+    with pytest.raises(NmtkitError, match="valid.src has 1 lines but .*valid.mt has 2"):
+        preprocess(tmp_path / "c2", ["src", "mt"], "pe", tmp_path / "train", tmp_path / "valid")
+
+
+def test_a_format_1_corpus_is_read(tmp_path):
+    train, valid = _pairs(tmp_path)
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))
+    manifest = json.loads((out / "manifest.json").read_text())
+    streams = manifest.pop("streams")
+    manifest.update(format=1, src_lang="en", tgt_lang="de",
+                    vocab={"src": streams["src"]["vocab"], "tgt": streams["tgt"]["vocab"],
+                           "src_size": streams["src"]["size"], "tgt_size": streams["tgt"]["size"], "kind": "word"})
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    corpus = Corpus.open(out)
+    assert corpus.meta.streams["src"].size == streams["src"]["size"] and corpus.meta.target.lang == "de"

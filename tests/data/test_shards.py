@@ -19,3 +19,17 @@ def test_shards_round_trip_across_several_files(tmp_path):
         assert shard.lengths("src").tolist() == [len(shard.get("src", i)) for i in range(len(shard))]
         back += [(shard.get("src", i).tolist(), shard.get("tgt", i).tolist()) for i in range(len(shard))]
     assert back == data
+
+
+def test_feature_streams_round_trip_beside_token_streams(tmp_path):
+    rng = np.random.default_rng(1)
+    images = [rng.standard_normal((rng.integers(1, 5), 3)).astype(np.float16) for _ in range(7)]
+    w = ShardWriter(tmp_path, "train", ["image", "tgt"], shard_size=4)
+    for i, feats in enumerate(images):
+        w.add(image=feats, tgt=[4 + i])
+    back = []
+    for info in w.close():
+        shard = Shard(tmp_path / info["file"])
+        assert shard.kind("image") == "features" and shard.kind("tgt") == "tokens"
+        back += [shard.get("image", i) for i in range(len(shard))]
+    assert all(a.dtype == np.float16 and np.array_equal(a, b) for a, b in zip(back, images))

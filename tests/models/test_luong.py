@@ -5,6 +5,8 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.models import build_model, get_spec
 from nmtkit.models.luong import Luong
+from nmtkit.data.meta import CorpusMeta
+from tests.conftest import forward
 
 V_SRC, V_TGT = 40, 30
 BASE = dict(arch="luong", emb_size=16, enc_size=12, dec_size=24, layers=2, encoder_type="brnn", attention="global",
@@ -17,7 +19,7 @@ VARIANTS = [dict(global_attention=s) for s in ("dot", "general", "concat", "loca
 
 def model(**over):
     torch.manual_seed(0)
-    return build_model({**BASE, **over}, V_SRC, V_TGT).eval()
+    return build_model({**BASE, **over}, CorpusMeta.text(V_SRC, V_TGT)).eval()
 
 
 def batch():
@@ -31,8 +33,8 @@ def batch():
 def test_teacher_forced_forward_equals_step_by_step_decoding(over):
     m, b = model(**over), batch()
     with torch.no_grad():
-        logits, att = m(b)
-        state = m.encode(b.src, b.src_lens)
+        logits, att = forward(m, b)
+        state = m.encode(b)
         lps, weights = [], []
         for t in range(b.tgt_in.size(1)):
             lp, state, a = m.decode_step(b.tgt_in[:, t], state)
@@ -42,7 +44,7 @@ def test_teacher_forced_forward_equals_step_by_step_decoding(over):
     assert torch.allclose(torch.log_softmax(logits, -1)[mask], torch.stack(lps, 1)[mask], atol=1e-5)
     assert torch.allclose(att["source"], torch.stack(weights, 1), atol=1e-6)
     w = att["source"]
-    for i, n in enumerate(b.src_lens.tolist()):
+    for i, n in enumerate(b["src"].lengths.tolist()):
         assert (w[i, :, n:] == 0).all()
     if over.get("attention", "global") != "local-p":  # local-p weights carry the Gaussian factor
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-5)
@@ -56,7 +58,7 @@ def test_input_feeding_widens_the_decoder_input():
 def test_input_feeding_carries_the_attentional_vector():
     m, b = model(), batch()
     with torch.no_grad():
-        state = m.encode(b.src, b.src_lens)
+        state = m.encode(b)
         _, s1, _ = m.decode_step(b.tgt_in[:, 0], state)
         _, a, _ = m.decode_step(b.tgt_in[:, 1], s1)
         _, c, _ = m.decode_step(b.tgt_in[:, 1], s1.replace(feed=torch.zeros_like(s1["feed"])))
@@ -70,8 +72,8 @@ def test_causal(over):
     changed = b.tgt_in.clone()
     changed[:, 3:] = 5
     with torch.no_grad():
-        l1, _ = m(b)
-        l2, _ = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+        l1, _ = forward(m, b)
+        l2, _ = forward(m, b.with_target(changed))
     assert torch.allclose(l1[:, :3], l2[:, :3], atol=1e-6)
 
 
@@ -81,8 +83,8 @@ def test_attention_reads_the_new_state():
     changed = b.tgt_in.clone()
     changed[:, 2] = (changed[:, 2] + 1) % (V_TGT - 4) + 4
     with torch.no_grad():
-        _, a1 = m(b)
-        _, a2 = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+        _, a1 = forward(m, b)
+        _, a2 = forward(m, b.with_target(changed))
     assert torch.equal(a1["source"][:, :2], a2["source"][:, :2])
     assert (a1["source"][:, 2] - a2["source"][:, 2]).abs().max() > 1e-4
 

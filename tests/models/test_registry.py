@@ -1,21 +1,58 @@
+"""The registry: each architecture with its own options, builders given the corpus streams and vocabularies."""
 import pytest
 
+from nmtkit.config import Option
+from nmtkit.data.meta import FEATURES, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.errors import NmtkitError
-from nmtkit.models import build_model, get_spec, model_names, model_options, register_model
+from nmtkit.models import build_model, get_spec, model_names, register_model
+from nmtkit.models.registry import MODELS, owners
+
+
+@pytest.fixture
+def toy():
+    """A registered architecture with its own ``layers`` (default 6) that records what its builder got."""
+    seen = {}
+
+    @register_model("toy-layers", [Option("layers", 6, "toy layers")], "a test architecture")
+    def build(config, meta, vocabs):
+        seen.update(config=config, meta=meta, vocabs=vocabs)
+        return "built"
+
+    yield seen
+    MODELS.pop("toy-layers")
 
 
 def test_rnnsearch_is_registered_with_its_options():
-    assert "rnnsearch" in model_names()
+    assert {"rnnsearch", "luong", "target-attn", "bitatt-rnn"} <= set(model_names())
     names = {o.name for o in get_spec("rnnsearch").options}
-    assert {"emb_size", "enc_size", "dec_size", "dropout", "tie_embeddings"} <= names
-    assert len({o.name for o in model_options()}) == len(model_options())
+    assert {"emb_size", "enc_size", "dec_size", "dropout", "tie_embeddings"} <= names and "layers" not in names
 
 
-def test_unknown_architecture_is_a_clear_error():
+def test_an_architecture_gets_its_own_defaults_not_another_ones(toy):
+    meta = CorpusMeta({"src": StreamInfo(TOKENS, 10), "image": StreamInfo(FEATURES, 512), "tgt": StreamInfo(TOKENS, 9)})
+    assert build_model({"arch": "toy-layers"}, meta, {"tgt": "vocab"}) == "built"
+    assert toy["config"] == {"layers": 6, "arch": "toy-layers"}  # luong, registered first, has layers 2
+    assert toy["meta"].inputs["image"] == StreamInfo(FEATURES, 512) and toy["vocabs"] == {"tgt": "vocab"}
+    assert get_spec("luong").option("layers").default == 2
+    assert owners("layers") == ["luong", "toy-layers"]
+
+
+def test_only_the_chosen_architecture_keys_reach_the_builder(toy):
+    build_model({"arch": "toy-layers", "layers": 3, "emb_size": 64, "lr": 0.1}, CorpusMeta.text(5, 5))
+    assert toy["config"] == {"layers": 3, "arch": "toy-layers"}
+
+
+def test_unknown_architecture_and_missing_streams_are_clear_errors():
     with pytest.raises(NmtkitError, match="unknown architecture 'nope'"):
-        build_model({"arch": "nope"}, 10, 10)
+        build_model({"arch": "nope"}, CorpusMeta.text(10, 10))
+    images = CorpusMeta({"image": StreamInfo(FEATURES, 512), "tgt": StreamInfo(TOKENS, 9)})
+    with pytest.raises(NmtkitError, match="rnnsearch reads a tokens stream named 'src'; the corpus has: image"):
+        build_model({"arch": "rnnsearch"}, images)
 
 
-def test_registering_a_name_twice_fails():
+def test_registering_a_name_or_an_option_twice_fails():
     with pytest.raises(ValueError):
-        register_model("rnnsearch")(lambda c, s, t: None)
+        register_model("rnnsearch")(lambda c, m, v: None)
+    with pytest.raises(ValueError):
+        register_model("twice", [Option("a", 1, ""), Option("a", 2, "")])(lambda c, m, v: None)
+    assert "twice" not in model_names()

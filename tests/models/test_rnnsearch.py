@@ -6,13 +6,15 @@ from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import BOS
 from nmtkit.models import build_model
 from tests.conftest import TINY_CONFIG
+from nmtkit.data.meta import CorpusMeta
+from tests.conftest import forward
 
 V_SRC, V_TGT = 40, 30
 
 
 def model(**over):
     torch.manual_seed(0)
-    return build_model({**TINY_CONFIG, **over}, V_SRC, V_TGT).eval()
+    return build_model({**TINY_CONFIG, **over}, CorpusMeta.text(V_SRC, V_TGT)).eval()
 
 
 def batch():
@@ -23,7 +25,7 @@ def batch():
 
 
 def step_by_step(m, b):
-    state = m.encode(b.src, b.src_lens)
+    state = m.encode(b)
     out, alphas = [], []
     for t in range(b.tgt_in.size(1)):
         lp, state, att = m.decode_step(b.tgt_in[:, t], state)
@@ -36,7 +38,7 @@ def step_by_step(m, b):
 def test_teacher_forced_forward_equals_step_by_step_decoding(over):
     m, b = model(**over), batch()
     with torch.no_grad():
-        logits, att = m(b)
+        logits, att = forward(m, b)
         lp, alphas = step_by_step(m, b)
     mask = b.tgt_out != 0
     assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
@@ -46,10 +48,10 @@ def test_teacher_forced_forward_equals_step_by_step_decoding(over):
 def test_attention_sums_to_one_and_ignores_padding():
     m, b = model(), batch()
     with torch.no_grad():
-        _, att = m(b)
+        _, att = forward(m, b)
     w = att["source"]  # [B, T, S]
     assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-6)
-    for i, n in enumerate(b.src_lens.tolist()):
+    for i, n in enumerate(b["src"].lengths.tolist()):
         assert (w[i, :, n:] == 0).all()
 
 
@@ -60,15 +62,15 @@ def test_attention_reads_the_state_before_the_recurrent_step():
     changed = b.tgt_in.clone()
     changed[:, 2] = (changed[:, 2] + 1) % (V_TGT - 4) + 4
     with torch.no_grad():
-        _, a1 = m(b)
-        _, a2 = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+        _, a1 = forward(m, b)
+        _, a2 = forward(m, b.with_target(changed))
     assert torch.equal(a1["source"][:, :3], a2["source"][:, :3])
     assert (a1["source"][:, 3] - a2["source"][:, 3]).abs().max() > 1e-3
 
 
 def test_first_attention_depends_only_on_the_source():
     m, b = model(), batch()
-    state = m.encode(b.src, b.src_lens)
+    state = m.encode(b)
     with torch.no_grad():
         _, _, a_bos = m.decode_step(torch.full((3,), BOS), state)
         _, _, a_other = m.decode_step(torch.full((3,), 7), state)
@@ -79,10 +81,9 @@ def test_context_enters_the_recurrent_step():
     """c_i is an input of the GRU: changing the source changes the new state even with the same s_{i-1}."""
     m, b = model(), batch()
     with torch.no_grad():
-        s1 = m.encode(b.src, b.src_lens)
-        other_src = b.src.clone()
-        other_src[b.src > 3] = 5
-        s2 = m.encode(other_src, b.src_lens).replace(hidden=s1["hidden"])
+        s1 = m.encode(b)
+        other = make_batch([[5] * (n - 1) for n in b["src"].lengths.tolist()], b.tgt_out.tolist())
+        s2 = m.encode(other).replace(hidden=s1["hidden"])
         _, n1, _ = m.decode_step(b.tgt_in[:, 0], s1)
         _, n2, _ = m.decode_step(b.tgt_in[:, 0], s2)
     assert not torch.allclose(n1["hidden"], n2["hidden"])
@@ -93,24 +94,24 @@ def test_causal_outputs_do_not_see_later_targets():
     changed = b.tgt_in.clone()
     changed[:, 3:] = 5
     with torch.no_grad():
-        l1, _ = m(b)
-        l2, _ = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+        l1, _ = forward(m, b)
+        l2, _ = forward(m, b.with_target(changed))
     assert torch.equal(l1[:, :3], l2[:, :3])
 
 
 def test_padding_in_a_batch_does_not_change_a_sentence():
     m, b = model(), batch()
     with torch.no_grad():
-        logits, att = m(b)
-        alone = make_batch([b.src[1, :int(b.src_lens[1]) - 1].tolist()], [b.tgt_out[1, :6].tolist()[:-1]])
-        l1, a1 = m(alone)
+        logits, att = forward(m, b)
+        alone = make_batch([b["src"].data[1, :int(b["src"].lengths[1]) - 1].tolist()], [b.tgt_out[1, :6].tolist()[:-1]])
+        l1, a1 = forward(m, alone)
     assert torch.allclose(logits[1, :6], l1[0], atol=1e-5)
     assert torch.allclose(att["source"][1, :6, :3], a1["source"][0], atol=1e-6)
 
 
 def test_tied_embeddings_share_the_weight():
     m = model(tie_embeddings=True)
-    assert m.decoder.output.weight is m.tgt_emb.weight
+    assert m.decoder.readout.output.weight is m.tgt_emb.weight
     with pytest.raises(ValueError):
         model(tie_embeddings=True, readout_size=8)
 
@@ -118,7 +119,7 @@ def test_tied_embeddings_share_the_weight():
 def test_gradients_reach_every_parameter():
     m = model()
     m.train()
-    logits, _ = m(batch())
+    logits, _ = forward(m, batch())
     logits.sum().backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert missing == []

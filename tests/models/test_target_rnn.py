@@ -3,12 +3,13 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models import build_model
-from nmtkit.models.seq2seq import AUXILIARY
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
 from tests.conftest import TINY_CONFIG
+from tests.conftest import forward
 
 V_SRC, V_TGT = 40, 30
 ARCHS = ["target-attn", "ftatt-rnn", "rtatt-rnn", "bitatt-rnn"]
@@ -18,7 +19,7 @@ VARIANTS = [(a, "gru") for a in ARCHS] + [("target-attn", "lstm"), ("bitatt-rnn"
 def model(arch="target-attn", cell="gru", **over):
     torch.manual_seed(0)
     return build_model({**TINY_CONFIG, "arch": arch, "decoder_cell": cell, "param_init": 0.3, **over},
-                       V_SRC, V_TGT).eval()
+                       CorpusMeta.text(V_SRC, V_TGT)).eval()
 
 
 def batch(last_word=None):
@@ -35,9 +36,9 @@ def training_state(m, b):
     """The forward decoder's initial state as training has it: R̃ from the reverse decoder teacher-forced on
     the reference with ``reverse_context: reference``, else what ``encode`` gives (the greedy reverse pass)."""
     if getattr(m, "reverse", None) is None or m.context_from != "reference":
-        return m.encode(b.src, b.src_lens)
-    state = m.source(b.src, b.src_lens)
-    return m.decoder.start(state, b.src_lens, m.reverse_context(state, b.reversed_target()[0]))
+        return m.encode(b)
+    state = m.source(b)
+    return m.decoder.start(state, m.reverse_context(state, b.reversed_target()[0]))
 
 
 def step_by_step(m, b, state):
@@ -54,7 +55,7 @@ def step_by_step(m, b, state):
 def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell, over):
     m, b = model(arch, cell, **over), batch()
     with torch.no_grad():
-        logits, att = m(b)
+        logits, att = forward(m, b)
         lp, steps = step_by_step(m, b, training_state(m, b))
     mask = b.tgt_out != 0
     assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
@@ -69,7 +70,7 @@ def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell, over):
 def test_target_weights_sum_to_one_over_exactly_the_previous_states(arch):
     m, b = model(arch), batch()
     with torch.no_grad():
-        _, att = m(b)
+        _, att = forward(m, b)
     beta = att["target"]  # [B, T, T]: row j over s_1..s_j (the states before step j + 1)
     assert beta.shape == (3, b.tgt_in.size(1), b.tgt_in.size(1))
     assert (beta[:, 0] == 0).all()  # no target context at the first step (footnote 5)
@@ -84,8 +85,8 @@ def test_changing_later_targets_never_changes_earlier_scores(arch):
     changed = b.tgt_in.clone()
     changed[:, 3:] = 5
     with torch.no_grad():
-        l1, a1 = m(b)
-        l2, a2 = m(type(b)(b.src, b.src_lens, changed, b.tgt_out))
+        l1, a1 = forward(m, b)
+        l2, a2 = forward(m, b.with_target(changed))
     assert torch.equal(l1[:, :3], l2[:, :3]) and torch.equal(a1["target"][:, :3], a2["target"][:, :3])
     assert (l1[:, 3] - l2[:, 3]).abs().max() > 1e-4
 
@@ -96,9 +97,9 @@ def test_in_bitatt_only_the_reverse_decoder_sees_the_future():
     other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)  # y_4 of sentence 0 changes
     assert not torch.equal(other.tgt_in[0, 4], b.tgt_in[0, 4])
     with torch.no_grad():
-        state = m.source(b.src, b.src_lens)
+        state = m.source(b)
         future = m.reverse_context(state, b.reversed_target()[0])
-        fixed = m.decoder.start(state, b.src_lens, future)
+        fixed = m.decoder.start(state, future)
         l1, _, _ = m.decoder(m.tgt_emb(b.tgt_in), fixed)
         l2, _, _ = m.decoder(m.tgt_emb(other.tgt_in), fixed)
         assert torch.equal(l1[:, :4], l2[:, :4])  # causal forward decoder
@@ -117,8 +118,8 @@ def test_reverse_targets_read_the_reference_right_to_left():
                                           ("bitatt-rnn", "greedy")])
 def test_joint_loss_covers_the_reverse_decoder(arch, context):
     m, b = model(arch, reverse_context=context).train(), batch()
-    logits, extras = m(b)
-    (aux_logits, gold), = extras[AUXILIARY]
+    out = m(b)
+    logits, ((aux_logits, gold),) = out.logits, out.auxiliary
     assert aux_logits.shape == logits.shape and torch.equal(gold, b.reversed_target()[1])
     (logits.sum() + aux_logits.sum()).backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
@@ -128,9 +129,9 @@ def test_joint_loss_covers_the_reverse_decoder(arch, context):
 def test_two_pass_decoding_uses_the_reverse_pass():
     m, b = model("bitatt-rnn"), batch()
     with torch.no_grad():
-        lp1, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b.src, b.src_lens))
-        m.reverse.output.bias.add_(torch.linspace(-3, 3, V_TGT))  # other greedy reverse words -> other R̃
-        lp2, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b.src, b.src_lens))
+        lp1, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b))
+        m.reverse.readout.output.bias.add_(torch.linspace(-3, 3, V_TGT))  # other greedy reverse words -> other R̃
+        lp2, _, _ = m.decode_step(torch.full((3,), BOS), m.encode(b))
     assert (lp1 - lp2).abs().max() > 1e-4
 
 
@@ -138,10 +139,10 @@ def test_greedy_reverse_pass_stops_at_end_of_sentence():
     """R̃ is the mean of the states up to the one that emits </s>: with </s> always the best word, one state."""
     m, b = model("rtatt-rnn"), batch()
     with torch.no_grad():
-        m.reverse.output.bias[EOS] = 100.0
-        state = m.source(b.src, b.src_lens)
+        m.reverse.readout.output.bias[EOS] = 100.0
+        state = m.source(b)
         future = m.reverse_context(state)
-        first = m.reverse.start(state, b.src_lens)
+        first = m.reverse.start(state)
         _, first, _ = m.reverse.step(m.tgt_emb(torch.full((3,), BOS)), first)
     assert torch.allclose(future, first["reverse_hidden"], atol=1e-6)
 
@@ -153,10 +154,10 @@ def test_greedy_reverse_pass_of_a_sentence_does_not_depend_on_its_batch(eos_bias
     run to their limits of 21, 15 and 25 steps: all at their limits, one early, two early."""
     m, b = model("rtatt-rnn"), batch()
     with torch.no_grad():
-        m.reverse.output.bias[EOS] += eos_bias
-        together = m.reverse_context(m.source(b.src, b.src_lens))
-        for i, n in enumerate(b.src_lens.tolist()):
-            alone = m.reverse_context(m.source(b.src[i:i + 1, :n], b.src_lens[i:i + 1]))
+        m.reverse.readout.output.bias[EOS] += eos_bias
+        together = m.reverse_context(m.source(b))
+        for i, n in enumerate(b["src"].lengths.tolist()):
+            alone = m.reverse_context(m.source(make_batch([b["src"].data[i, :n - 1].tolist()])))
             assert torch.allclose(together[i], alone[0], atol=1e-6)
 
 
@@ -175,7 +176,7 @@ def test_beam_one_equals_greedy(arch):
 def test_target_memory_grows_one_state_per_step_and_follows_the_beams():
     m, b = model("target-attn"), batch()
     with torch.no_grad():
-        state = m.encode(b.src, b.src_lens)
+        state = m.encode(b)
         for t in range(1, 4):
             _, state, att = m.decode_step(torch.full((3,), 5), state)
             assert state["tmemory"].shape[:2] == (3, t) and state["tkeys"].shape[:2] == (3, t)
@@ -203,7 +204,7 @@ def test_scoring_equals_decoding_from_the_source_alone(arch):
     m, b = model(arch), batch()
     with torch.no_grad():
         scored = torch.log_softmax(m.score_logits(b), -1)
-        decoded, _ = step_by_step(m, b, m.encode(b.src, b.src_lens))
+        decoded, _ = step_by_step(m, b, m.encode(b))
     mask = b.tgt_out != 0
     assert torch.allclose(scored[mask], decoded[mask], atol=1e-5)
 
@@ -214,7 +215,7 @@ def test_scoring_does_not_see_the_reference_through_the_reverse_decoder(arch):
     other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)  # y_4 of sentence 0 changes
     with torch.no_grad():
         assert torch.equal(m.score_logits(b)[0, :4], m.score_logits(other)[0, :4])
-        assert not torch.allclose(m(b)[0][0, :4], m(other)[0][0, :4])  # training's R̃ reads the reference
+        assert not torch.allclose(m(b).logits[0, :4], m(other).logits[0, :4])  # training's R̃ reads the reference
 
 
 def test_greedy_reverse_context_trains_the_forward_decoder_as_it_decodes():
@@ -223,7 +224,7 @@ def test_greedy_reverse_context_trains_the_forward_decoder_as_it_decodes():
     m, b = model("bitatt-rnn", reverse_context="greedy"), batch()
     other = batch(last_word=int(b.tgt_out[0, 3]) % 20 + 5)
     with torch.no_grad():
-        assert torch.allclose(m(b)[0], m.score_logits(b), atol=1e-6)
-        assert torch.equal(m(b)[0][0, :4], m(other)[0][0, :4])
+        assert torch.allclose(m(b).logits, m.score_logits(b), atol=1e-6)
+        assert torch.equal(m(b).logits[0, :4], m(other).logits[0, :4])
     with pytest.raises(ValueError, match="reverse_context"):
         model("rtatt-rnn", reverse_context="oracle")

@@ -4,20 +4,22 @@ import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.search.precision import for_inference
-from nmtkit.train.checkpoint import load_model
+from nmtkit.inference import load_model
+from nmtkit.data.batching import make_batch
 from tests.conftest import run
+from tests.conftest import unpack
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
 def test_reduced_precision_stays_close_to_fp32(trained_ckpt, precision):
-    model, src_vocab, _, _ = load_model(trained_ckpt, torch.device("cpu"))
-    src = torch.tensor([src_vocab.encode("seven hundred forty-two") + [3]])
+    model, src_vocab, _ = unpack(load_model(trained_ckpt, torch.device("cpu")))
+    src = make_batch([src_vocab.encode("seven hundred forty-two")])
     prev = torch.tensor([2])
     with torch.no_grad():
-        ref, _, _ = model.decode_step(prev, model.encode(src, torch.tensor([src.size(1)])))
+        ref, _, _ = model.decode_step(prev, model.encode(src))
         fast, arithmetic = for_inference(model, precision, torch.device("cpu"))
         with arithmetic:
-            got, _, att = fast.decode_step(prev, fast.encode(src, torch.tensor([src.size(1)])))
+            got, _, att = fast.decode_step(prev, fast.encode(src))
     assert got.dtype == torch.float32 and (got.exp().sum(-1) - 1).abs().max() < 1e-3
     assert (got - ref).abs().max() < 0.2 and got.argmax() == ref.argmax()
     if precision == "int8":

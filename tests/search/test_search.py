@@ -8,13 +8,16 @@ from nmtkit.data.batching import make_batch
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.search.translator import SearchOptions, translate_ids
-from nmtkit.train.checkpoint import load_model
+from nmtkit.inference import load_model
 from tests.conftest import TINY_CONFIG
+from nmtkit.data.meta import CorpusMeta
+from tests.conftest import forward
+from tests.conftest import unpack
 
 
 def random_model():
     torch.manual_seed(0)
-    return build_model({**TINY_CONFIG, "param_init": 0.6}, 30, 25).eval()
+    return build_model({**TINY_CONFIG, "param_init": 0.6}, CorpusMeta.text(30, 25)).eval()
 
 
 def sources(n=13, seed=3):
@@ -76,13 +79,13 @@ def test_hypothesis_scores_are_the_model_log_probabilities():
         tokens = h[0].tokens
         b = make_batch([s], [tokens])
         with torch.no_grad():
-            logits, _ = m(b)
+            logits, _ = forward(m, b)
         lp = torch.log_softmax(logits, -1)[0].gather(1, b.tgt_out[0].unsqueeze(1)).sum()
         assert float(lp) == pytest.approx(h[0].logprob, abs=1e-3)
 
 
 def test_attention_rows_cover_each_output_token(trained_ckpt):
-    m, sv, tv, _ = load_model(trained_ckpt)
+    m, sv, tv = unpack(load_model(trained_ckpt))
     hyps = beam_search(m, make_batch([sv.encode("forty-two"), sv.encode("one hundred")]), 3, attention=True)
     for h in hyps:
         a = h[0].attention["source"]

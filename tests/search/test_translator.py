@@ -2,11 +2,12 @@ import torch
 
 from nmtkit.search.attention_file import AttentionFile, AttentionWriter
 from nmtkit.search.translator import SearchOptions, Translator
-from nmtkit.train.checkpoint import load_model
+from nmtkit.inference import load_model
+from tests.conftest import unpack
 
 
 def translator(ckpt, **kw):
-    m, sv, tv, _ = load_model(ckpt)
+    m, sv, tv = unpack(load_model(ckpt))
     return Translator(m, sv, tv, SearchOptions(beam_size=2), torch.device("cpu"), **kw)
 
 

@@ -16,13 +16,14 @@ from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
 from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
 from nmtkit.train.trainer import Trainer
-from tests.cli.test_train import ALL_OPTIONS
+from nmtkit.models import get_spec
+from nmtkit.train.options import TRAIN_OPTIONS
 
 
 def config(**over):
     base = dict(emb_size=32, enc_size=32, dec_size=64, dropout=0.0, lr=0.005, batch_size=32, log_every=50,
                 valid_every=100, threads=2)
-    return resolve(ALL_OPTIONS, {}, {**base, **over})
+    return resolve(TRAIN_OPTIONS + get_spec("rnnsearch").options, {}, {**base, **over})
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +154,8 @@ def test_a_batch_that_runs_out_of_memory_is_skipped_and_counted(reverse_corpus, 
 
     monkeypatch.setattr(trainer.net, "forward", flaky)
     trainer.train()
-    assert trainer.progress["oom_skipped"] == 1 and trainer.progress["step"] == 5
-    assert trainer.progress["batch"] == 6
+    assert trainer.progress.oom_skipped == 1 and trainer.progress.step == 5
+    assert trainer.progress.batch == 6
 
 
 def test_other_errors_are_not_swallowed(reverse_corpus, tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from nmtkit.data.batching import make_batch
 from nmtkit.models import build_model
 from nmtkit.models.encoder import RNNEncoder
 from tests.conftest import TINY_CONFIG
+from nmtkit.data.meta import CorpusMeta
 
 
 @pytest.mark.parametrize("cell,layers,bidirectional", [("gru", 1, True), ("gru", 2, False), ("lstm", 1, False),
@@ -35,14 +36,14 @@ def test_encoder_equals_its_module_over_packed_sequences(cell, layers, bidirecti
 def test_fused_decoder_gradients_equal_step_by_step_autograd(arch):
     """RNNDecoder.forward (fused) against the same maths through decode steps' autograd, values and gradients."""
     torch.manual_seed(0)
-    model = build_model({**TINY_CONFIG, "arch": arch, "param_init": 0.5}, 30, 25).double().train()
+    model = build_model({**TINY_CONFIG, "arch": arch, "param_init": 0.5}, CorpusMeta.text(30, 25)).double().train()
     g = torch.Generator().manual_seed(1)
     src = [torch.randint(4, 30, (n,), generator=g).tolist() for n in (5, 2, 7)]
     tgt = [torch.randint(4, 25, (n,), generator=g).tolist() for n in (4, 6, 1)]
     b = make_batch(src, tgt)
     decoder = model.decoder
     future = torch.randn(3, 24, dtype=torch.float64, requires_grad=True) if model.reverse is not None else None
-    start = decoder.start(model.source(b.src, b.src_lens), b.src_lens, future)
+    start = decoder.start(model.source(b), future)
     emb = model.tgt_emb(b.tgt_in)
     logits, _, att = decoder(emb, start)
     assert ("target" in att) == (arch != "rnnsearch")

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtkit.train.loss import cross_entropy
+from nmtkit.models.loss import cross_entropy
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])

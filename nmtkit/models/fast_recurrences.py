@@ -1,5 +1,9 @@
-"""Recurrences as autograd functions with hand-written backward passes through time: the
-encoders' GRU and LSTM layers, and RNNSearch's attentive decoder.
+"""An accelerator: recurrences as autograd functions with hand-written backward passes through
+time, for the encoders' GRU and LSTM layers and RNNSearch's attentive GRU decoder.
+
+They compute exactly what the modules' own step-by-step code computes (tests pin values and
+gradients to autograd's), faster. Each says which configurations it covers
+(:func:`covers_decoder`); everything else runs the modules' autograd steps.
 
 Autograd over per-step operations spends its time on bookkeeping rather than arithmetic:
 the weight gradient as two small matrix products per step and weight, an accumulation
@@ -294,6 +298,18 @@ class AttentiveGRU(torch.autograd.Function):
         return grads + (d_tq.view(T * B, At).t() @ states[:-1].reshape(T * B, H),  # W_d
                         flat_tk.t() @ tmem.reshape(B * T, H), flat_tk.sum(0),  # U_d, b_d
                         (2 * d_tv).view_as(tv), d_gi.view(T * B, -1).t() @ tcontexts.view(T * B, H))  # v_d, C^d
+
+
+#: The decoder configurations :func:`attentive_gru` computes: a GRU cell whose recurrent product also gives
+#: the MLP attention's query over the source, with the source context, and target attention (an MLP over
+#: the previous states projecting its own query) optionally, in its gates; no other contexts.
+DECODER_CELL, DECODER_CONTEXTS = "GRUCell", ({"source"}, {"source", "target"})
+
+
+def covers_decoder(cell: str, contexts: set[str], fused_query: bool) -> bool:
+    """Whether :func:`attentive_gru` computes a decoder with this cell class name, these context names
+    and a query fused into the cell's recurrent product."""
+    return cell == DECODER_CELL and contexts in DECODER_CONTEXTS and fused_query
 
 
 def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,

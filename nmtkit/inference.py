@@ -1,0 +1,50 @@
+"""Loading a trained model for decoding and scoring, apart from training.
+
+``translate``, ``score`` and the tools load models here; nothing here imports the trainer,
+the optimisers or the distributed set-up.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from nmtkit.checkpoint import checkpoint_meta, checkpoint_vocabs, load_checkpoint
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.text import PathLike
+from nmtkit.data.vocab import Vocab
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from nmtkit.models.seq2seq import Seq2Seq
+
+
+@dataclass
+class LoadedModel:
+    """A model in eval mode on its device, with what it was built from."""
+
+    model: Seq2Seq
+    vocabs: dict[str, Vocab]
+    config: dict
+    meta: CorpusMeta
+
+    @property
+    def tgt_vocab(self) -> Vocab:
+        return self.vocabs["tgt"]
+
+    def text_vocab(self, stream: str = "src") -> Vocab:
+        """The vocabulary of an input text stream (for reading text input)."""
+        if stream not in self.vocabs:
+            raise NmtkitError(f"this {self.config['arch']} model reads no text stream {stream!r} "
+                              f"(its inputs: {', '.join(self.meta.inputs)})", exit_code=2)
+        return self.vocabs[stream]
+
+
+def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedModel:
+    """The model of a checkpoint, built as it was trained and loaded with its weights, in eval mode."""
+    ckpt = load_checkpoint(path)
+    vocabs, meta = checkpoint_vocabs(ckpt), checkpoint_meta(ckpt)
+    model = build_model(ckpt["config"], meta, vocabs)
+    model.load_state_dict(ckpt["model"])
+    model.to(device or torch.device("cpu")).eval()
+    return LoadedModel(model, vocabs, ckpt["config"], meta)

@@ -1,0 +1,72 @@
+"""Checkpoint files: atomic writes, safe loading, clear errors, and format 1 (nmtkit 0.1.0) read as format 2."""
+import pytest
+import torch
+
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.vocab import WordVocab
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from tests.conftest import TINY_CONFIG
+
+# parameter names of a bitatt-rnn and a luong model of nmtkit 0.1.0 (checkpoint format 1)
+OLD_NAMES = {
+    "bitatt-rnn": [f"{d}.{m}" for d in ("decoder", "reverse") for m in (
+        "attention.key.bias", "attention.key.weight", "attention.v.weight", "ctx_gates.weight", "emb_gates.bias",
+        "emb_gates.weight", "hidden_proj.bias", "hidden_proj.weight", "init_state.bias", "init_state.weight",
+        "output.bias", "output.weight", "readout.bias", "readout.weight", "target_attention.key.bias",
+        "target_attention.key.weight", "target_attention.query.weight", "target_attention.v.weight",
+        "target_gates.weight", "target_readout.weight")]
+    + ["decoder.extra_gates.weight", "decoder.extra_readout.weight", "src_emb.weight", "tgt_emb.weight"]
+    + [f"encoder.rnn.{k}_{w}_l0{r}" for k in ("bias", "weight") for w in ("hh", "ih") for r in ("", "_reverse")],
+    "luong": ["attention.w_a.weight", "bridge_c.bias", "bridge_c.weight", "bridge_h.bias", "bridge_h.weight",
+              "combine.weight", "decoder.bias_hh_l0", "decoder.bias_ih_l0", "decoder.weight_hh_l0",
+              "decoder.weight_ih_l0", "output.bias", "output.weight", "src_emb.weight", "tgt_emb.weight"]
+    + [f"encoder.rnn.{k}_{w}_l0{r}" for k in ("bias", "weight") for w in ("hh", "ih") for r in ("", "_reverse")],
+}
+
+
+def test_round_trip_and_weights_only(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}, "config": {"arch": "x"}})
+    ckpt = load_checkpoint(tmp_path / "c.pt")
+    assert torch.equal(ckpt["model"]["w"], torch.ones(2)) and ckpt["format"] == 2
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}})
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("cannot save")
+
+    with pytest.raises(RuntimeError):
+        save_checkpoint(tmp_path / "c.pt", {"model": {"w": Unpicklable()}})
+    assert torch.equal(load_checkpoint(tmp_path / "c.pt")["model"]["w"], torch.ones(2))
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
+
+
+def test_broken_or_foreign_files_are_clear_errors(tmp_path):
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(NmtkitError, match="junk.pt: not a readable nmtkit checkpoint"):
+        load_checkpoint(tmp_path / "junk.pt")
+    torch.save({"something": 1}, tmp_path / "other.pt")
+    with pytest.raises(NmtkitError, match="not an nmtkit checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+    with pytest.raises(NmtkitError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+@pytest.mark.parametrize("arch", sorted(OLD_NAMES))
+def test_a_format_1_checkpoint_loads_with_its_parameters_renamed(arch, tmp_path):
+    config = {**TINY_CONFIG, "arch": arch, "layers": 1}
+    model = build_model(config, CorpusMeta.text(10, 12))
+    old = dict(zip(OLD_NAMES[arch], [torch.full((1,), float(i)) for i in range(len(OLD_NAMES[arch]))]))
+    vocab = lambda n: WordVocab([f"w{i}" for i in range(n - 4)]).state()
+    save_checkpoint(tmp_path / "old.pt", {"model": old, "config": config, "vocab": {"src": vocab(10), "tgt": vocab(12)},
+                                          "schedule": {"lr": 0.5, "last": 3.0, "best": 4.0, "bad": 1}})
+    torch.save({**torch.load(tmp_path / "old.pt", weights_only=True), "format": 1}, tmp_path / "old.pt")
+    ckpt = load_checkpoint(tmp_path / "old.pt")
+    assert sorted(ckpt["model"]) == sorted(model.state_dict())  # every old name maps onto a parameter
+    assert [float(v) for v in ckpt["model"].values()] == list(range(len(old)))  # and keeps its tensor
+    assert CorpusMeta.from_state(ckpt["corpus"]) == CorpusMeta.text(10, 12)
+    assert ckpt["schedule"] == {"lr": 0.5, "last": 3.0} and ckpt["stopping"] == {"best": 4.0, "bad": 1}
