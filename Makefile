@@ -3,7 +3,7 @@
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test cjk-font
+.PHONY: install demo test lint cjk-font
 
 install:
 	$(PYTHON) -m pip install "$(TORCH)"
@@ -12,8 +12,13 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-test: install cjk-font
+test: install cjk-font lint
 	$(PYTHON) -m pytest -q tests
+
+# ruff (pyflakes, pycodestyle, bugbear, import order) everywhere; mypy on the interfaces (pyproject.toml)
+lint:
+	$(PYTHON) -m ruff check nmtkit tests bench
+	$(PYTHON) -m mypy
 
 # plot-attn's tests draw Chinese labels: they need a font covering CJK (Debian's WenQuanYi Micro Hei, 5 MB).
 cjk-font:

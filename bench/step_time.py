@@ -16,10 +16,10 @@ import time
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
 from nmtkit.models import build_model
-from nmtkit.models.seq2seq import AUXILIARY
-from nmtkit.search.beam import beam_search
 from nmtkit.models.loss import cross_entropy
+from nmtkit.search.beam import beam_search
 
 torch.set_num_threads(2)
 args = sys.argv[1:]
@@ -36,13 +36,13 @@ config = dict(sizes, att_size=0, readout_size=0, dropout=0.2, tie_embeddings=Fal
 base = None
 for arch in archs:
     torch.manual_seed(0)
-    model = build_model({**config, "arch": arch}, vocab, vocab).train()
+    model = build_model({**config, "arch": arch}, CorpusMeta.text(vocab, vocab)).train()
     times = []
     for _ in range(6):
         start = time.perf_counter()
-        logits, extras = model(batch)
-        loss = cross_entropy(logits, batch.tgt_out)
-        for aux, gold in extras.get(AUXILIARY, ()):
+        out = model(batch)
+        loss = cross_entropy(out.logits, batch.tgt_out)
+        for aux, gold in out.auxiliary:
             loss = loss + cross_entropy(aux, gold)
         loss.backward()
         model.zero_grad(set_to_none=True)

@@ -6,6 +6,7 @@ command line as ``--key-name VALUE`` and vice versa.
 """
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
@@ -23,10 +24,10 @@ class Option:
     default: Any
     help: str
     choices: Optional[Sequence[str]] = None
-    type: Optional[type] = None  # defaults to the type of ``default``
+    type: Optional[builtins.type] = None  # defaults to the type of ``default``
 
     @property
-    def kind(self) -> type:
+    def kind(self) -> builtins.type:
         return self.type or type(self.default)
 
     @property
@@ -84,15 +85,15 @@ def resolve(options: Iterable[Option], file_values: Mapping[str, Any], cli_value
             file_name: str = "config", explain: Optional[Callable[[list[str]], str]] = None) -> dict:
     """Merge defaults, file values and command-line values (later wins); reject unknown file keys
     (``explain`` gives the message's hint for them)."""
-    options = {o.name: o for o in options}
-    unknown = sorted(set(file_values) - set(options))
+    by_name = {o.name: o for o in options}
+    unknown = sorted(set(file_values) - set(by_name))
     if unknown:
         hint = explain(unknown) if explain else "see 'nmtkit train --help'"
         raise NmtkitError(f"{file_name}: unknown key(s) {', '.join(unknown)} ({hint})", exit_code=2)
-    config = {name: o.default for name, o in options.items()}
+    config = {name: o.default for name, o in by_name.items()}
     for k, v in file_values.items():
-        config[k] = options[k].coerce(v, file_name)
+        config[k] = by_name[k].coerce(v, file_name)
     for k, v in cli_values.items():
-        if v is not None and k in options:
-            config[k] = options[k].coerce(v, options[k].flag)
+        if v is not None and k in by_name:
+            config[k] = by_name[k].coerce(v, by_name[k].flag)
     return config

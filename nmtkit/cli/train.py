@@ -73,7 +73,7 @@ class ArchCommand(click.Command):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.base_params = list(self.params)
-        self.spec: ModelSpec = get_spec(DEFAULT_ARCH)
+        self.spec: Optional[ModelSpec] = None  # known once the arguments are parsed
         self.explicit = False
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -86,11 +86,11 @@ class ArchCommand(click.Command):
             raise NmtkitError(f"{e.option_name}: {not_an_option([e.option_name], self.spec)}", exit_code=2) from None
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        own = {o.name for o in self.spec.options}
+        own = {o.name for o in self.spec.options} if self.spec else set()
         records = lambda params: [r for r in (p.get_help_record(ctx) for p in params) if r]
         with formatter.section("Options"):
             formatter.write_dl(records([p for p in self.get_params(ctx) if p.name not in own]))
-        if self.explicit:
+        if self.explicit and self.spec:
             with formatter.section(f"Options of --arch {self.spec.name}"):
                 formatter.write_dl(records([p for p in self.params if p.name in own]))
         with formatter.section("Architectures (--arch NAME --help lists NAME's options)"):

@@ -39,10 +39,10 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     import torch
 
     from nmtkit.data.text import check_readable, open_output
-    from nmtkit.progress import log, progress
-    from nmtkit.search.attention_file import open_attention
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
+    from nmtkit.progress import log, progress
+    from nmtkit.search.attention_file import open_attention
     from nmtkit.search.precision import for_inference
     from nmtkit.search.translator import SearchOptions, Translator
 

@@ -66,7 +66,7 @@ class Batch:
     @property
     def tgt_tokens(self) -> int:
         """Non-pad target tokens, ``</s>`` included: what losses are normalised by."""
-        return int((self.tgt_out != PAD).sum()) if self.tgt_out is not None else 0
+        return int(self.tgt_out.ne(PAD).sum()) if self.tgt_out is not None else 0
 
     def shape_text(self) -> str:
         """Sizes for messages: ``32 sentences, src 41 / tgt 38 positions``."""
@@ -82,7 +82,8 @@ class Batch:
     def reversed_target(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(tgt_in, tgt_out)`` of the target read right to left: ``<s> y_T .. y_1`` and ``y_T .. y_1 </s>``."""
         out = self.tgt_out
-        lengths = (out != PAD).sum(1, keepdim=True)  # words + </s>
+        assert out is not None, "a batch without a target"
+        lengths = out.ne(PAD).sum(1, keepdim=True)  # words + </s>
         k = torch.arange(out.size(1), device=out.device).unsqueeze(0)
         words = out.gather(1, (lengths - 2 - k).clamp(min=0))
         rev_out = torch.where(k < lengths - 1, words, torch.where(k == lengths - 1, EOS, PAD))
@@ -94,7 +95,10 @@ class Batch:
         return Batch({k: s.to(device) for k, s in self.inputs.items()}, move(self.tgt_in), move(self.tgt_out))
 
 
-def pad(seqs: Sequence[Sequence[int]], bos: bool = False, eos: bool = False) -> torch.Tensor:
+Ids = Union[Sequence[int], np.ndarray]
+
+
+def pad(seqs: Sequence[Ids], bos: bool = False, eos: bool = False) -> torch.Tensor:
     """Stack id sequences into a ``[B, max_len]`` int64 tensor padded with 0."""
     extra = int(bos) + int(eos)
     out = np.zeros((len(seqs), max((len(s) for s in seqs), default=0) + extra), dtype=np.int64)
@@ -108,7 +112,7 @@ def pad(seqs: Sequence[Sequence[int]], bos: bool = False, eos: bool = False) -> 
     return torch.from_numpy(out)
 
 
-def make_stream(items: Sequence[Union[Sequence[int], np.ndarray]]) -> Stream:
+def make_stream(items: Sequence[Ids]) -> Stream:
     """A padded stream from id lists (``</s>`` appended, as in training) or from float arrays ``[n, D]``."""
     first = np.asarray(items[0]) if len(items) else np.zeros(0, np.int64)
     if first.dtype.kind == "f":
@@ -123,7 +127,7 @@ def make_stream(items: Sequence[Union[Sequence[int], np.ndarray]]) -> Stream:
 Inputs = Union[Mapping[str, Sequence], Sequence[Sequence[int]]]
 
 
-def make_batch(inputs: Inputs, tgt: Optional[Sequence[Sequence[int]]] = None) -> Batch:
+def make_batch(inputs: Inputs, tgt: Optional[Sequence[Ids]] = None) -> Batch:
     """A batch from ``{stream: items}`` (a plain list of id lists is the ``src`` stream) and target id lists."""
     named = dict(inputs) if isinstance(inputs, Mapping) else {"src": inputs}
     streams = {name: make_stream(items) for name, items in named.items()}

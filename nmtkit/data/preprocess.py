@@ -147,12 +147,12 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
     os.chmod(tmp, 0o777 & ~umask)
     try:
         vocabs = build_vocabs(vocab, files["train"])
-        streams = {}
+        streams: dict[str, dict] = {}
         for stream, v in vocabs.items():
             streams[stream] = {"kind": TOKENS, "lang": suffixes[stream], "vocab": vocab_filename(v, stream),
                                "size": len(v), "vocab_kind": v.kind}
             v.save(tmp / streams[stream]["vocab"])
-        manifest = {
+        manifest: dict = {
             "format": FORMAT_VERSION, "streams": streams,
             "options": {"max_len": max_len, "shard_size": shard_size,
                         "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file)},
@@ -160,9 +160,12 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
         }
         for name, paths in files.items():
             info = _encode_split(name, paths, counts[name], vocabs, tmp, max_len, shard_size)
-            if name != "train":  # the raw reference kept for BLEU on held-out sets
-                shutil.copyfile(paths[TARGET], tmp / f"{name}.{tgt_lang}")
-                info["reference"] = f"{name}.{tgt_lang}"
+            if name != "train":  # held-out text kept raw: the reference for BLEU, the inputs to translate
+                raw = {stream: f"{name}.{suffixes[stream]}" for stream in paths}
+                for stream, file in raw.items():
+                    shutil.copyfile(paths[stream], tmp / file)
+                info["reference"] = raw.pop(TARGET)
+                info["inputs"] = raw
             manifest["splits"][name] = info
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if out.exists():

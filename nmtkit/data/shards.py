@@ -40,7 +40,7 @@ class ShardWriter:
         self._reset()
 
     def _reset(self) -> None:
-        self._buf = {s: [] for s in self.streams}
+        self._buf: dict[str, list[np.ndarray]] = {s: [] for s in self.streams}
 
     def add(self, **items: Union[Sequence[int], np.ndarray]) -> None:
         """Add one example: token ids, or a float array ``[n, D]`` of features, per stream."""

@@ -5,7 +5,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator, Optional, Union
+from typing import IO, Any, Iterator, Optional, Union
 
 from nmtkit.errors import NmtkitError
 
@@ -100,7 +100,7 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     """
     path = Path(path)
     tmp = temp_file_beside(path)
-    kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+    kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
         with open(tmp, mode, **kwargs) as f:
             yield f

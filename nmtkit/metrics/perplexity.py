@@ -7,8 +7,8 @@ from typing import Iterable
 import torch
 
 from nmtkit.data.batching import Batch
-from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.models.loss import cross_entropy
+from nmtkit.models.seq2seq import Seq2Seq
 
 
 @torch.no_grad()

@@ -24,9 +24,7 @@ import functools
 from typing import Optional
 
 import torch
-from torch import nn
 from torch.autograd.function import once_differentiable
-from torch.nn import functional as F
 
 _softmax_backward = torch._softmax_backward_data
 _sigmoid_backward = torch.ops.aten.sigmoid_backward.grad_input  # grad y (1 - y), into grad_input
@@ -247,7 +245,7 @@ class AttentiveGRU(torch.autograd.Function):
         if target:
             tq, tmem, tkeys2, betas, tcontexts, tq_w, tkey_w, tv, tgate_w = saved[11:]
             At = tq.size(2)
-            tv2, tv4 = 2 * tv.view(At), 4 * tv.view(At)
+            tv4 = 4 * tv.view(At)
             d_tq = torch.zeros_like(tq)
             d_tmem = torch.zeros_like(tmem)  # dL/ds_t through the values of later steps' target contexts
             d_tkeys = torch.zeros_like(tkeys2)  # dL/d(U_d s_t + b_d) from later steps' scores

@@ -3,10 +3,13 @@
 Adding an architecture is one module with one ``@register_model``; the trainer, the
 search and the CLI find it here. Each architecture declares its own options (an
 architecture's ``layers`` never takes another's default); ``train`` resolves them once
-``--arch`` is known.
+``--arch`` is known. Architectures outside nmtkit register from the modules named in the
+``NMTKIT_PLUGINS`` environment variable (comma-separated), imported on first use.
 """
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -32,6 +35,18 @@ class ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {}
+_plugins_loaded: set[str] = set()
+
+
+def load_plugins() -> None:
+    """Import the modules named in ``NMTKIT_PLUGINS`` that are not imported yet (they register models)."""
+    for name in filter(None, (p.strip() for p in os.environ.get("NMTKIT_PLUGINS", "").split(","))):
+        if name not in _plugins_loaded:
+            _plugins_loaded.add(name)
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                raise NmtkitError(f"NMTKIT_PLUGINS: cannot import {name!r} ({e})", exit_code=2) from None
 
 
 def register_model(name: str, options: Sequence[Option] = (), description: str = "") -> Callable[[Builder], Builder]:
@@ -51,10 +66,12 @@ def register_model(name: str, options: Sequence[Option] = (), description: str =
 
 
 def model_names() -> list[str]:
+    load_plugins()
     return sorted(MODELS)
 
 
 def get_spec(name: str) -> ModelSpec:
+    load_plugins()
     if name not in MODELS:
         raise NmtkitError(f"--arch: unknown architecture {name!r}; known: {', '.join(model_names())}", exit_code=2)
     return MODELS[name]

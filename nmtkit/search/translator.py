@@ -123,6 +123,7 @@ class Translator:
             yield LineResult(index, [self.tgt_vocab.decode(h.tokens) for h in nbest], [h.score for h in nbest])
 
     def _write_attention(self, index: int, src_ids: list[int], hyp: Hypothesis) -> None:
+        assert self.attention_out is not None
         src_tokens = self.src_vocab.id_to_token(src_ids) + ["</s>"]
         tgt_tokens = self.tgt_vocab.id_to_token(hyp.tokens) + ["</s>"]
         attention = dict(hyp.attention)

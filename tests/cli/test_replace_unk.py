@@ -33,7 +33,7 @@ def test_translate_output_passes_the_consistency_checks(trained_ckpt, tmp_path):
     (tmp_path / "src").write_text("forty-two\n\nseven hundred\n")
     run(["translate", "-m", trained_ckpt, "-i", tmp_path / "src", "-o", tmp_path / "hyp",
          "--attention-out", tmp_path / "a.h5"])
-    r = run(["replace-unk", "--src", tmp_path / "src", "--attention", tmp_path / "a.h5", "-i", tmp_path / "hyp",
+    run(["replace-unk", "--src", tmp_path / "src", "--attention", tmp_path / "a.h5", "-i", tmp_path / "hyp",
              "-o", tmp_path / "out"])
     assert (tmp_path / "out").read_text() == (tmp_path / "hyp").read_text().replace("<unk>", "forty-two")
 

@@ -4,8 +4,8 @@ import json
 import torch
 import yaml
 
-from nmtkit.search.attention_file import AttentionFile
 from nmtkit.checkpoint import load_checkpoint
+from nmtkit.search.attention_file import AttentionFile
 from tests.conftest import TINY_MODEL, run
 
 

@@ -1,8 +1,8 @@
 import random
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch
 from nmtkit.data.shards import ShardWriter

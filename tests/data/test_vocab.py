@@ -2,7 +2,7 @@ import io
 
 import sentencepiece as spm
 
-from nmtkit.data.vocab import (BOS, EOS, PAD, UNK, SentencePieceVocab, WordVocab, load_vocab, vocab_from_state)
+from nmtkit.data.vocab import BOS, EOS, PAD, UNK, SentencePieceVocab, WordVocab, load_vocab, vocab_from_state
 
 TEXT = ["the cat sat on the mat", "the dog sat", "a cat and a dog", "the end"] * 20
 

@@ -1,6 +1,6 @@
 import torch
 
-from nmtkit.models.attention import MLPAttention, masked_softmax
+from nmtkit.models.attention import MLPAttention, TargetAttention, masked_softmax
 
 
 def test_masked_softmax_sums_to_one_and_ignores_padding():
@@ -38,3 +38,30 @@ def test_padding_content_does_not_change_attention():
     memory2[0, 2] = 100.0
     b = att(query, att.keys(memory2), memory2, mask)
     assert torch.allclose(a[0], b[0]) and torch.allclose(a[1], b[1])
+
+
+def test_several_queries_at_once_equal_one_at_a_time():
+    """The protocol's time axis: queries [B, T, Q] give what T single queries [B, Q] give."""
+    torch.manual_seed(0)
+    att = MLPAttention(6, 4, 5)
+    memory, queries = torch.randn(2, 3, 4), torch.randn(2, 4, 6)
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    ctx, w = att(queries, att.keys(memory), memory, mask)
+    assert ctx.shape == (2, 4, 4) and w.shape == (2, 4, 3)
+    for t in range(4):
+        c1, w1 = att(queries[:, t], att.keys(memory), memory, mask)
+        assert torch.allclose(ctx[:, t], c1, atol=1e-6) and torch.allclose(w[:, t], w1, atol=1e-6)
+
+
+def test_target_attention_memory_grows_and_starts_empty():
+    torch.manual_seed(0)
+    att = TargetAttention(4, 4, 3)
+    s = torch.randn(2, 4)
+    memory, keys = att.empty(s)
+    ctx, w = att(s, keys, memory)
+    assert memory.shape == (2, 0, 4) and w.shape == (2, 0) and (ctx == 0).all()  # footnote 5: no context yet
+    for step in range(1, 4):
+        memory, keys = att.extend(memory, keys, torch.randn(2, 4))
+        assert memory.shape == (2, step, 4) and torch.allclose(keys, att.keys(memory))
+    ctx, w = att(s, keys, memory)
+    assert torch.allclose(w.sum(-1), torch.ones(2)) and torch.allclose(ctx, (w.unsqueeze(-1) * memory).sum(1))

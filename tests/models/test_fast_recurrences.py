@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
 from nmtkit.models import build_model
 from nmtkit.models.encoder import RNNEncoder
 from tests.conftest import TINY_CONFIG
-from nmtkit.data.meta import CorpusMeta
 
 
 @pytest.mark.parametrize("cell,layers,bidirectional", [("gru", 1, True), ("gru", 2, False), ("lstm", 1, False),
@@ -66,3 +66,17 @@ def test_fused_decoder_gradients_equal_step_by_step_autograd(arch):
     for name, a, c in zip(names, fused, plain):
         assert (a is None) == (c is None), name
         assert a is None or torch.allclose(a, c, atol=1e-9), name
+
+
+@pytest.mark.parametrize("arch,cell,accelerated", [("rnnsearch", "gru", True), ("bitatt-rnn", "gru", True),
+                                                   ("rnnsearch", "lstm", False), ("target-attn", "cgru", False)])
+def test_the_accelerator_runs_only_the_configurations_it_covers(arch, cell, accelerated, monkeypatch):
+    """GRU decoders run attentive_gru in teacher forcing; LSTM and conditional-GRU decoders their autograd steps."""
+    import nmtkit.models.rnn_decoder as rnn_decoder
+
+    calls = []
+    real = rnn_decoder.attentive_gru
+    monkeypatch.setattr(rnn_decoder, "attentive_gru", lambda *a: calls.append(1) or real(*a))
+    model = build_model({**TINY_CONFIG, "arch": arch, "decoder_cell": cell}, CorpusMeta.text(30, 25))
+    model(make_batch([[5, 6, 7]], [[8, 9]]))
+    assert model.decoder.accelerated == accelerated and bool(calls) == accelerated

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
 from nmtkit.models import build_model, get_spec
 from nmtkit.models.luong import Luong
-from nmtkit.data.meta import CorpusMeta
 from tests.conftest import forward
 
 V_SRC, V_TGT = 40, 30

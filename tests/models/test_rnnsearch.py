@@ -3,11 +3,10 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
 from nmtkit.data.vocab import BOS
 from nmtkit.models import build_model
-from tests.conftest import TINY_CONFIG
-from nmtkit.data.meta import CorpusMeta
-from tests.conftest import forward
+from tests.conftest import TINY_CONFIG, forward
 
 V_SRC, V_TGT = 40, 30
 

@@ -8,12 +8,12 @@ from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models import build_model
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
-from tests.conftest import TINY_CONFIG
-from tests.conftest import forward
+from tests.conftest import TINY_CONFIG, forward
 
 V_SRC, V_TGT = 40, 30
 ARCHS = ["target-attn", "ftatt-rnn", "rtatt-rnn", "bitatt-rnn"]
-VARIANTS = [(a, "gru") for a in ARCHS] + [("target-attn", "lstm"), ("bitatt-rnn", "lstm"), ("rnnsearch", "lstm")]
+VARIANTS = [(a, "gru") for a in ARCHS] + [("target-attn", "lstm"), ("bitatt-rnn", "lstm"), ("rnnsearch", "lstm"),
+                                          ("rnnsearch", "cgru"), ("bitatt-rnn", "cgru")]
 
 
 def model(arch="target-attn", cell="gru", **over):

@@ -2,12 +2,11 @@
 import pytest
 import torch
 
-from nmtkit.errors import NmtkitError
-from nmtkit.search.precision import for_inference
-from nmtkit.inference import load_model
 from nmtkit.data.batching import make_batch
-from tests.conftest import run
-from tests.conftest import unpack
+from nmtkit.errors import NmtkitError
+from nmtkit.inference import load_model
+from nmtkit.search.precision import for_inference
+from tests.conftest import run, unpack
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])

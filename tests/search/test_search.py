@@ -5,14 +5,12 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.inference import load_model
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.search.translator import SearchOptions, translate_ids
-from nmtkit.inference import load_model
-from tests.conftest import TINY_CONFIG
-from nmtkit.data.meta import CorpusMeta
-from tests.conftest import forward
-from tests.conftest import unpack
+from tests.conftest import TINY_CONFIG, forward, unpack
 
 
 def random_model():

@@ -1,8 +1,8 @@
 import torch
 
+from nmtkit.inference import load_model
 from nmtkit.search.attention_file import AttentionFile, AttentionWriter
 from nmtkit.search.translator import SearchOptions, Translator
-from nmtkit.inference import load_model
 from tests.conftest import unpack
 
 

@@ -14,10 +14,10 @@ import torch
 from nmtkit.config import resolve
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
-from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
-from nmtkit.train.trainer import Trainer
 from nmtkit.models import get_spec
+from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
 from nmtkit.train.options import TRAIN_OPTIONS
+from nmtkit.train.trainer import Trainer
 
 
 def config(**over):

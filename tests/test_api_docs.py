@@ -1,0 +1,59 @@
+"""docs/api.md's worked example: a toy architecture from outside nmtkit trains, decodes and is tested like any model."""
+import re
+import sys
+
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.meta import CorpusMeta
+from nmtkit.models import build_model
+from nmtkit.models.registry import MODELS
+from tests.conftest import TINY_MODEL, run
+
+DOCS = __import__("pathlib").Path(__file__).parents[1] / "docs" / "api.md"
+
+
+@pytest.fixture
+def toy_plugin(tmp_path, monkeypatch):
+    """The example module of docs/api.md as ``mymodels.toy_gru``, loaded through NMTKIT_PLUGINS."""
+    section = DOCS.read_text(encoding="utf-8").split("## Adding a model")[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    (tmp_path / "mymodels").mkdir()
+    (tmp_path / "mymodels" / "__init__.py").write_text("")
+    (tmp_path / "mymodels" / "toy_gru.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("NMTKIT_PLUGINS", "mymodels.toy_gru")
+    yield
+    MODELS.pop("toy-gru", None)
+    for name in [m for m in sys.modules if m.startswith("mymodels")]:
+        del sys.modules[name]
+    from nmtkit.models import registry
+
+    registry._plugins_loaded.discard("mymodels.toy_gru")
+
+
+def test_the_example_forward_equals_step_by_step_decoding(toy_plugin):
+    torch.manual_seed(0)
+    model = build_model({"arch": "toy-gru"}, CorpusMeta.text(20, 15)).eval()
+    b = make_batch([[5, 6, 7], [8]], [[4, 5], [6, 7, 8]])
+    with torch.no_grad():
+        logits = torch.log_softmax(model(b).logits, -1)
+        state = model.encode(b)
+        for t in range(b.tgt_in.size(1)):
+            lp, state, _ = model.decode_step(b.tgt_in[:, t], state)
+            assert torch.allclose(lp, logits[:, t], atol=1e-6)
+
+
+def test_the_example_trains_and_translates_through_the_cli(toy_plugin, corpus_dir, tmp_path):
+    help_text = run(["train", "--arch", "toy-gru", "--help"]).stdout
+    assert "Options of --arch toy-gru" in help_text and "--hidden-size" in help_text
+    r = run(["train", "--data", corpus_dir, "--arch", "toy-gru", *TINY_MODEL], ok=False)
+    assert "--enc-size: not an option of --arch toy-gru but of" in r.stderr
+    save = tmp_path / "toy"
+    run(["train", "--data", corpus_dir, "--arch", "toy-gru", "--hidden-size", 24, "--save-dir", save,
+         "--max-steps", 4, "--valid-every", 4, "--valid-max-sentences", 5])
+    out = run(["translate", "-m", save / "last.pt", "--beam", 2], input="forty-two\n\nseven\n").stdout
+    assert len(out.split("\n")) == 4
+    assert run(["score", "--metric", "ppl", "-m", save / "last.pt", "--src", corpus_dir / "valid.en",
+                "-r", corpus_dir / "valid.de"]).stdout.startswith("PPL = ")
