@@ -24,17 +24,11 @@ from nmtkit.models.activation import tanh
 from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.luong_attention import KINDS, SCORES, LuongAttention
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnnsearch import text_sizes
+from nmtkit.models.rnnsearch import rnn_options, text_sizes
 from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
-LUONG_OPTIONS = [
-    Option("emb_size", 256, "word embedding size (source and target)"),
-    Option("enc_size", 256, "encoder LSTM size per direction"),
-    Option("dec_size", 512, "decoder LSTM size"),
-    Option("dropout", 0.2, "dropout on embeddings, between LSTM layers and before the output layer"),
-    Option("tie_embeddings", False, "share the target embeddings with the output layer (needs emb_size == dec_size)"),
-    Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
+LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
     Option("layers", 2, "LSTM layers of the encoder and of the decoder (luong)"),
     Option("encoder_type", "brnn", "luong encoder: rnn (unidirectional, as in the paper) or brnn (bidirectional)",
            choices=("rnn", "brnn")),

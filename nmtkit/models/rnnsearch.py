@@ -29,15 +29,23 @@ from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
 from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
-RNN_OPTIONS = [
-    Option("emb_size", 256, "word embedding size (source and target)"),
-    Option("enc_size", 256, "encoder GRU size per direction"),
-    Option("dec_size", 512, "decoder RNN size"),
+
+def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
+    """The options every RNN encoder-decoder has, their help naming its ``encoder`` and ``decoder`` RNNs and
+    what tied embeddings need."""
+    return [
+        Option("emb_size", 256, "word embedding size (source and target)"),
+        Option("enc_size", 256, f"encoder {encoder} size per direction"),
+        Option("dec_size", 512, f"decoder {decoder} size"),
+        Option("dropout", 0.2, "dropout on embeddings, between stacked layers and before the output layer"),
+        Option("tie_embeddings", False, f"share the target embeddings with the output layer (needs {tie_needs})"),
+        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
+    ]
+
+
+RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
     Option("att_size", 0, "attention MLP hidden size (0: the decoder size)"),
     Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)"),
-    Option("dropout", 0.2, "dropout on embeddings and the deep output"),
-    Option("tie_embeddings", False, "share the target embeddings with the output layer (needs readout_size == emb_size)"),
-    Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
     Option("decoder_cell", "gru", "decoder cell: gru (the papers' NMT models), lstm, or cgru (conditional GRU: "
                                   "attention between two GRU transitions)", choices=tuple(CELLS)),
 ]

@@ -1,6 +1,7 @@
 """nmtkit train end to end, and its option errors."""
 import json
 
+import pytest
 import torch
 import yaml
 
@@ -128,3 +129,33 @@ def test_luong_local_p_trains_and_translates_with_attention(corpus_dir, tmp_path
         weights = torch.as_tensor(f[2]["attention"]["source"])
         # local-p: the window's softmax times the Gaussian (Eq. 10), so each row sums to at most 1
         assert weights.shape[1] == 4 and (weights >= 0).all() and (weights.sum(1) <= 1 + 1e-5).all()
+
+
+def test_inverse_sqrt_schedule_warms_up_then_decays_and_resumes(corpus_dir, tmp_path):
+    args = ["train", "--data", corpus_dir, "--save-dir", tmp_path / "w", *TINY_MODEL, "--lr-schedule", "inverse-sqrt",
+            "--warmup-steps", 4, "--lr", 0.004, "--log-every", 1, "--valid-every", 3, "--valid-max-sentences", 4]
+    run([*args, "--max-steps", 6])
+    run(["train", "--save-dir", tmp_path / "w", "--data", corpus_dir, "--resume", "--max-steps", 9])
+    logged = {}
+    for line in (tmp_path / "w" / "train.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "train":
+            logged[record["step"]] = record["lr"]  # the rate of the next update
+    expected = {t: 0.004 * min((t + 1) / 4, (4 / (t + 1)) ** 0.5) for t in range(1, 10)}
+    assert logged == {t: pytest.approx(v) for t, v in expected.items()}
+
+
+def test_a_single_source_model_trains_on_a_corpus_with_more_streams(tmp_path):
+    """rnnsearch reads the src stream of an APE-style corpus (src, mt -> pe) and ignores mt."""
+    from nmtkit.data.numbers import write_demo_corpus
+
+    text = write_demo_corpus(tmp_path / "t", train=200, valid=10, test=5)
+    for split in ("train", "valid"):
+        (text / f"{split}.mt").write_text((text / f"{split}.de").read_text())
+    run(["preprocess", "--train", text / "train", "--valid", text / "valid", "--src", "en", "--src", "mt",
+         "--tgt", "de", "--vocab", "word:300", "-o", tmp_path / "c"])
+    r = run(["train", "--data", tmp_path / "c", "--save-dir", tmp_path / "m", *TINY_MODEL, "--max-steps", 2,
+             "--valid-every", 2])
+    assert "validation at step 2" in r.stderr
+    assert load_checkpoint(tmp_path / "m" / "last.pt")["corpus"]["mt"]["kind"] == "tokens"
+    assert run(["translate", "-m", tmp_path / "m" / "last.pt"], input="forty-two\n").stdout.count("\n") == 1
