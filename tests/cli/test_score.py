@@ -7,8 +7,7 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.inference import load_model
-from tests.conftest import run
-from tests.conftest import unpack
+from tests.conftest import run, unpack
 
 HYP = ["the cat sat on the mat", "a dog barked"]
 REF1 = ["the cat sat on a mat", "the dog barked"]
@@ -61,3 +60,30 @@ def test_perplexity_is_eq_13(trained_ckpt, text_dir):
     assert float(r.stdout) == pytest.approx(math.exp(nll / n), rel=1e-4)
     r = run(["score", "--metric", "ppl", "-r", text_dir / "test.de"], ok=False)
     assert "--metric ppl needs -m CKPT" in r.stderr
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_hypotheses_shorter_or_longer_than_a_reference_are_a_one_line_error(files, n):
+    """Fewer or more hypothesis lines than any reference: exit 1, an error naming both files."""
+    (files / "h").write_text("x\n" * n)
+    r = run(["score", "-r", files / "ref1", "-i", files / "h"], ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: {files / 'h'} has {n} lines but reference {files / 'ref1'} has 2\n"
+    r = run(["score", "-r", files / "ref1"], input="x\n" * n, ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: <stdin> has {n} lines but reference {files / 'ref1'} has 2\n"
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_second_reference_of_another_length_is_an_error(files, n):
+    (files / "ref3").write_text("x\n" * n)
+    r = run(["score", "-r", files / "ref1", "-r", files / "ref3", "-i", files / "hyp"], ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: {files / 'hyp'} has 2 lines but reference {files / 'ref3'} has {n}\n"
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_perplexity_source_and_reference_of_different_lengths_are_an_error(files, n):
+    """Checked before the model is loaded: a source with fewer or more lines than the reference."""
+    (files / "src").write_text("x\n" * n)
+    r = run(["score", "--metric", "ppl", "-m", files / "no.pt", "--src", files / "src", "-r", files / "ref1"], ok=False)
+    assert r.exit_code == 1
+    assert r.stderr.startswith(f"error: {files / 'src'} has {n} lines but {files / 'ref1'} has 2:")
+    assert r.stderr.count("\n") == 1

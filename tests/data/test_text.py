@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from nmtkit.data.text import atomic_output, check_parallel, count_lines, iter_lines
@@ -33,3 +35,20 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
             raise RuntimeError("boom")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+@pytest.mark.parametrize("counts, bad", [((3, 2), 1), ((2, 3), 1), ((2, 2, 3), 2), ((3, 3, 2), 2), ((2, 1, 2), 1)])
+def test_check_parallel_rejects_a_file_longer_or_shorter_than_the_first(tmp_path, counts, bad):
+    """Any file whose line count differs from the first one's, either way, is named with both counts."""
+    paths = [tmp_path / f"f{i}" for i in range(len(counts))]
+    for path, n in zip(paths, counts):
+        path.write_text("x\n" * n)
+    message = f"{re.escape(str(paths[0]))} has {counts[0]} lines but {re.escape(str(paths[bad]))} has {counts[bad]}:"
+    with pytest.raises(NmtkitError, match=message):
+        check_parallel(*paths)
+
+
+def test_check_parallel_returns_the_common_line_count(tmp_path):
+    for name in "abc":
+        (tmp_path / name).write_text("x\ny\nz")
+    assert check_parallel(tmp_path / "a", tmp_path / "b", tmp_path / "c") == 3

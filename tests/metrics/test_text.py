@@ -1,0 +1,54 @@
+"""corpus_score: sacrebleu's BLEU, chrF and TER with nmtkit's options."""
+import pytest
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from nmtkit.metrics.text import corpus_score
+
+HYP = ["The cat sat on the mat .", "A dog barked at the postman today ."]
+REF1 = ["The cat sat on a mat .", "The dog barked at the mailman today ."]
+REF2 = ["the cat was sitting on the mat .", "A dog barked at the postman ."]
+SACREBLEU = {"bleu": lambda lc: BLEU(lowercase=lc), "chrf": lambda lc: CHRF(lowercase=lc),
+             "ter": lambda lc: TER(case_sensitive=not lc)}
+
+
+def test_perfect_output_scores_bleu_100_chrf_100_ter_0():
+    assert corpus_score("bleu", REF1, [REF1]).score == pytest.approx(100)
+    assert corpus_score("chrf", REF1, [REF1]).score == pytest.approx(100)
+    assert corpus_score("ter", REF1, [REF1]).score == pytest.approx(0)
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf", "ter"])
+@pytest.mark.parametrize("lowercase", [False, True])
+@pytest.mark.parametrize("refs", [[REF1], [REF1, REF2]])
+def test_score_text_and_signature_equal_sacrebleu(metric, lowercase, refs):
+    """Same score, formatted result and signature as sacrebleu's own metric object, with one or two references."""
+    m = SACREBLEU[metric](lowercase)
+    expected = m.corpus_score(HYP, refs)
+    got = corpus_score(metric, HYP, refs, lowercase=lowercase)
+    assert (got.metric, got.score, got.text) == (metric, expected.score, str(expected))
+    assert got.signature == str(m.get_signature()) and f"nrefs:{len(refs)}" in got.signature
+    assert 0 < got.score < 100
+
+
+@pytest.mark.parametrize("metric, cased, lowered", [("bleu", 61.48, 100), ("chrf", 76.71, 100), ("ter", 28.57, 0)])
+def test_lowercase_ignores_case_differences(metric, cased, lowered):
+    """Case-sensitive by default (TER too, unlike sacrebleu's default); lowercase makes case irrelevant."""
+    hyp, ref = ["The Cat sat on the mat ."], [["the cat sat on the mat ."]]
+    assert corpus_score(metric, hyp, ref).score == pytest.approx(cased, abs=0.005)
+    assert corpus_score(metric, hyp, ref, lowercase=True).score == pytest.approx(lowered)
+    assert "case:lc" in corpus_score(metric, hyp, ref, lowercase=True).signature
+
+
+@pytest.mark.parametrize("tokenize", ["char", "zh"])
+def test_bleu_tokenizer_is_passed_to_sacrebleu(tokenize):
+    """Unsegmented Chinese gets credit only with a character-level tokenizer, named in the signature."""
+    hyp, refs = ["我爱你们。"], [["我爱你。"]]
+    got = corpus_score("bleu", hyp, refs, tokenize=tokenize)
+    assert got.score == BLEU(tokenize=tokenize).corpus_score(hyp, refs).score > 0
+    assert f"tok:{tokenize}" in got.signature
+    assert corpus_score("bleu", hyp, refs).score == 0 and "tok:13a" in corpus_score("bleu", hyp, refs).signature
+
+
+def test_unknown_metric_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown metric 'meteor'"):
+        corpus_score("meteor", HYP, [REF1])

@@ -1,0 +1,85 @@
+"""Beam search against a scripted model whose log-probabilities are known exactly."""
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.vocab import EOS
+from nmtkit.search import beam_search, greedy_search
+from tests.search.scripted import ScriptedModel, limit, source_attention, sources
+
+# Sentence 0: the most probable output is empty, but per token [4, 7] is better. Every step has at
+# least 3 candidates other than </s>, so a beam of 3 finds these three first (others: random).
+#   []      p = .4             log p = -0.92, / 1 = -0.92
+#   [4, 7]  p = .3 · .9 = .27  log p = -1.31, / 3 = -0.44
+#   [5]     p = .2 · .7 = .14  log p = -1.97, / 2 = -0.98
+LENGTH_SCRIPT = {(): {EOS: .4, 4: .3, 5: .2, 6: .1}, (4,): {7: .9, 8: .1}, (5,): {EOS: .7, 7: .3},
+                 (6,): {8: .75, 9: .25}, (4, 7): {EOS: 1.0}}
+
+
+@pytest.mark.parametrize("beam, alpha", [(4, 1.0), (5, 0.0), (5, 0.6)])
+def test_every_n_best_hypothesis_is_rescored_exactly_by_the_model(beam, alpha):
+    """Tokens, log-probability, score and attention of each n-best entry agree with the model."""
+    model, src = ScriptedModel(), sources(36)
+    hyps = beam_search(model, make_batch(src), beam, beam, 1.5, 2, alpha, attention=True)
+    width = max(map(len, src)) + 1
+    at_limit = 0
+    for i, (s, n_best) in enumerate(zip(src, hyps)):
+        assert len(n_best) == beam
+        for h in n_best:
+            assert h.logprob == pytest.approx(model.score(i, h.tokens), abs=1e-4)
+            assert h.score == pytest.approx(h.logprob / (len(h.tokens) + 1) ** alpha, abs=1e-6)
+            assert torch.equal(torch.from_numpy(h.attention["source"]), source_attention(s, h.tokens, width))
+            assert len(h.tokens) <= limit(s, 1.5, 2)
+            at_limit += len(h.tokens) == limit(s, 1.5, 2)
+    assert at_limit > 0  # some hypotheses were cut by the length limit
+
+
+@pytest.mark.parametrize("alpha, order", [(0.0, [[], [4, 7], [5]]), (1.0, [[4, 7], [], [5]])])
+def test_length_penalty_changes_the_ranking(alpha, order):
+    """alpha 0 ranks by probability (the empty output first); alpha 1 by probability per token."""
+    model = ScriptedModel(scripts={0: LENGTH_SCRIPT})
+    hyps = beam_search(model, make_batch([[4, 5, 6], [7]]), 3, 3, 1.5, 10, alpha)[0]
+    assert [h.tokens for h in hyps] == order
+    for h in hyps:
+        assert h.logprob == pytest.approx(model.score(0, h.tokens), abs=1e-6)
+        assert h.score == pytest.approx(h.logprob / (len(h.tokens) + 1) ** alpha, abs=1e-6)
+
+
+def test_n_best_is_distinct_and_sorted_by_score():
+    """The finished hypotheses of each sentence are different outputs, best score first."""
+    for n_best in beam_search(ScriptedModel(seed=2), make_batch(sources(32, seed=2)), 5, 5, 1.5, 2, 1.0):
+        scores = [h.score for h in n_best]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(h.tokens) for h in n_best}) == len(n_best) == 5
+
+
+def test_n_best_is_a_prefix_of_the_full_list():
+    """Asking for fewer hypotheses gives the best of the same list."""
+    model, batch = ScriptedModel(), make_batch(sources(32))
+    full = beam_search(model, batch, 5, 5, 1.5, 2, 1.0)
+    for two, five in zip(beam_search(model, batch, 5, 2, 1.5, 2, 1.0), full):
+        assert [h.tokens for h in two] == [h.tokens for h in five[:2]]
+
+
+def test_beam_one_equals_greedy():
+    """A beam of one is greedy search: same tokens, log-probability and attention."""
+    model, src = ScriptedModel(), sources(32)
+    for g, b in zip(greedy_search(model, make_batch(src), 1.5, 2, attention=True),
+                    beam_search(model, make_batch(src), 1, 1, 1.5, 2, 0.0, attention=True)):
+        assert b[0].tokens == g[0].tokens
+        assert b[0].logprob == pytest.approx(g[0].logprob, abs=1e-5)
+        assert (b[0].attention["source"] == g[0].attention["source"]).all()
+
+
+def test_length_limit_forces_the_end_of_sentence():
+    """No hypothesis is longer than the model's max_output_len; those that reach it end there."""
+    model, src = ScriptedModel(), sources(32)
+    hyps = beam_search(model, make_batch(src), 4, 4, 0.5, 1, 0.0)
+    at_limit = 0
+    for i, (s, n_best) in enumerate(zip(src, hyps)):
+        for h in n_best:
+            assert len(h.tokens) <= limit(s, 0.5, 1)
+            assert h.logprob == pytest.approx(model.score(i, h.tokens), abs=1e-4)
+            at_limit += len(h.tokens) == limit(s, 0.5, 1)
+    assert at_limit > len(src)
+
