@@ -58,9 +58,8 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
                 finished[int(sent[i])].append(Hypothesis(
                     tokens[row].tolist(), logprob, logprob / (t ** length_penalty) if length_penalty else logprob,
                     collect_attention(history, row, t)))
-        # keep the k best candidates that do not end the sentence
-        pick = cand.masked_fill(is_eos, -torch.inf).topk(k, dim=1).indices
-        scores = cand.gather(1, pick)
+        # keep the k best candidates that do not end the sentence (-inf where fewer than k are left)
+        scores, pick = cand.masked_fill(is_eos, -torch.inf).topk(k, dim=1)
         rows = row_base + origin.gather(1, pick)
         prev = word.gather(1, pick)
         done = torch.tensor([len(finished[int(s)]) >= k for s in sent.tolist()], device=device) | forced

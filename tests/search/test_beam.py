@@ -83,3 +83,11 @@ def test_length_limit_forces_the_end_of_sentence():
             at_limit += len(h.tokens) == limit(s, 0.5, 1)
     assert at_limit > len(src)
 
+
+def test_a_finished_candidate_never_continues_as_a_live_hypothesis():
+    """With fewer live candidates than beams (most words impossible), the beam keeps dead slots, not
+    hypotheses that already emitted </s>."""
+    script = {(): {EOS: .5, 4: .2, 5: .3}, (4,): {EOS: 1.}, (5,): {6: 1.}, (5, 6): {EOS: .9, 7: .1}, (5, 6, 7): {EOS: 1.}}
+    hyps = beam_search(ScriptedModel(scripts={0: script}), make_batch([[4, 5, 6], [7]]), 4, 4, 1.5, 10, 0.0)[0]
+    assert sorted(tuple(h.tokens) for h in hyps) == [(), (4,), (5, 6), (5, 6, 7)]
+    assert all(EOS not in h.tokens for h in hyps)
