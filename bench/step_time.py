@@ -16,7 +16,7 @@ import time
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 from nmtkit.search.beam import beam_search

@@ -12,7 +12,8 @@
 #   set (beam 5 and greedy, batch 32; model loading excluded).
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS (default 1500),
 #   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
-#   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context greedy")
+#   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context reference"
+#   with the models rtatt-rnn bitatt-rnn: an option of an architecture is an error for the others)
 #   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; give it a TAG such as "-seed2").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

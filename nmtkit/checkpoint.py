@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from nmtkit import __version__
-from nmtkit.data.meta import TARGET, TOKENS, CorpusMeta, StreamInfo
+from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike, temp_file_beside
 from nmtkit.data.vocab import Vocab, vocab_from_state
 from nmtkit.errors import NmtkitError

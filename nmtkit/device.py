@@ -17,5 +17,6 @@ def pick_device(name: str) -> torch.device:
 
 
 def is_out_of_memory(e: BaseException) -> bool:
+    """Whether an exception is a device (or host) allocation failure."""
     text = str(e)
     return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text

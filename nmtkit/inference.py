@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 
 from nmtkit.checkpoint import checkpoint_meta, checkpoint_vocabs, load_checkpoint
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import TARGET, CorpusMeta
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
@@ -30,13 +30,13 @@ class LoadedModel:
 
     @property
     def tgt_vocab(self) -> Vocab:
-        return self.vocabs["tgt"]
+        return self.vocabs[TARGET]
 
     def text_vocab(self, stream: str = "src") -> Vocab:
-        """The vocabulary of an input text stream (for reading text input)."""
-        if stream not in self.vocabs:
-            raise NmtkitError(f"this {self.config['arch']} model reads no text stream {stream!r} "
-                              f"(its inputs: {', '.join(self.meta.inputs)})", exit_code=2)
+        """The vocabulary of the model's input text stream, for a command that reads one text input."""
+        if tuple(self.model.inputs) != (stream,) or stream not in self.vocabs:
+            raise NmtkitError(f"this {self.config['arch']} model reads the inputs {', '.join(self.model.inputs)}; "
+                              f"this command reads one text input ({stream})", exit_code=2)
         return self.vocabs[stream]
 
 

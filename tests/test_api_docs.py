@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model
 from nmtkit.models.registry import MODELS
 from tests.conftest import TINY_MODEL, run

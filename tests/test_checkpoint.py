@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nmtkit.checkpoint import load_checkpoint, save_checkpoint
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import WordVocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model

@@ -18,7 +18,7 @@ from nmtkit.models import get_spec, model_names
 from nmtkit.models.registry import MODELS, ModelSpec, owners
 from nmtkit.train.options import TRAIN_OPTIONS
 
-DEFAULT_ARCH = next(o.default for o in TRAIN_OPTIONS if o.name == "arch")
+DEFAULTS = {o.name: o.default for o in TRAIN_OPTIONS}
 
 
 def _value(args: list[str], *flags: str) -> Optional[str]:
@@ -43,13 +43,12 @@ def chosen_arch(args: list[str]) -> tuple[str, bool]:
     file_values = read_yaml(Path(config)) if config else {}
     if "arch" in file_values:
         return str(file_values["arch"]), True
-    save_dir = _value(args, "--save-dir") or file_values.get("save_dir")
-    saved = Path(str(save_dir)) / "config.yaml" if save_dir else None
-    if "--resume" in args and saved and saved.is_file():
+    saved = Path(str(_value(args, "--save-dir") or file_values.get("save_dir") or DEFAULTS["save_dir"])) / "config.yaml"
+    if "--resume" in args and saved.is_file():
         arch = read_yaml(saved).get("arch")
         if arch:
             return str(arch), True
-    return DEFAULT_ARCH, False
+    return DEFAULTS["arch"], False
 
 
 def _key(flag: str) -> str:
@@ -64,7 +63,13 @@ def not_an_option(names: list[str], spec: ModelSpec) -> str:
     if others:
         return (f"not an option of --arch {spec.name} but of {', '.join(others)}; "
                 f"see 'nmtkit train --arch {spec.name} --help'")
-    return "see 'nmtkit train --help'"
+    return "no such option; see 'nmtkit train --help'"
+
+
+def run_settings(saved: dict, spec: ModelSpec) -> dict:
+    """A run's saved config without other architectures' keys (nmtkit 0.1.0 saved every architecture's)."""
+    own = {o.name for o in spec.options}
+    return {k: v for k, v in saved.items() if k in own or not owners(k)}
 
 
 class ArchCommand(click.Command):
@@ -131,7 +136,8 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
     config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
     if resume and saved.exists():  # the run's own settings, unless given again here
-        config = resolve(options, {**read_yaml(saved), **file_values}, values, config_file or str(saved), explain)
+        config = resolve(options, {**run_settings(read_yaml(saved), spec), **file_values}, values,
+                         config_file or str(saved), explain)
     config["arch"] = spec.name
     if not config["data"]:
         raise NmtkitError("--data: a corpus folder is required (here or in --config)", exit_code=2)

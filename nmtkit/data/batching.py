@@ -10,9 +10,8 @@ import numpy as np
 import torch
 
 from nmtkit.data.shards import Shard
+from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.vocab import BOS, EOS, PAD
-
-TARGET = "tgt"  # the stream a model generates; every other stream of a corpus is an input
 
 
 @dataclass
@@ -113,9 +112,10 @@ def pad(seqs: Sequence[Ids], bos: bool = False, eos: bool = False) -> torch.Tens
 
 
 def make_stream(items: Sequence[Ids]) -> Stream:
-    """A padded stream from id lists (``</s>`` appended, as in training) or from float arrays ``[n, D]``."""
+    """A padded stream from id lists (``</s>`` appended, as in training; possibly empty) or from feature
+    arrays ``[n, D]`` (2-D)."""
     first = np.asarray(items[0]) if len(items) else np.zeros(0, np.int64)
-    if first.dtype.kind == "f":
+    if first.ndim == 2:
         arrays = [np.asarray(x) for x in items]
         out = np.zeros((len(arrays), max(len(a) for a in arrays), first.shape[-1]), dtype=np.float32)
         for i, a in enumerate(arrays):
@@ -176,7 +176,7 @@ def example_lengths(shard: Shard, inputs_only: bool = False) -> np.ndarray:
     """Each example's length for bucketing and the length filter: its longest text stream (the inputs'
     only, if asked), plus one (``</s>``); feature streams (an image's fixed grid) do not count."""
     text = [shard.lengths(s) for s in shard.streams
-            if shard.kind(s) == "tokens" and not (inputs_only and s == TARGET)]
+            if shard.kind(s) == TOKENS and not (inputs_only and s == TARGET)]
     return np.max(text, axis=0) + 1 if text else np.ones(len(shard), dtype=np.int64)
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
-from nmtkit.data.meta import TARGET, TOKENS
 from nmtkit.data.shards import FORMAT_VERSION, MANIFEST, ShardWriter
+from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.text import PathLike, check_parallel, decode_line, iter_lines, strip_newline
 from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
 from nmtkit.errors import NmtkitError

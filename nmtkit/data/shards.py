@@ -8,7 +8,7 @@ a feature stream as a ``features`` dataset ``[rows, D]`` (float16 or float32), e
 The group's ``kind`` attribute says which (shards written before it existed hold tokens).
 
 The manifest (format 2) lists the streams with their kind, language, vocabulary file and
-size (:class:`~nmtkit.data.meta.CorpusMeta`); format 1 manifests (``src``/``tgt`` only) are read
+size (:class:`~nmtkit.data.streams.CorpusMeta`); format 1 manifests (``src``/``tgt`` only) are read
 as such a list.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Optional, Sequence, Union
 import h5py
 import numpy as np
 
-from nmtkit.data.meta import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
+from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
@@ -43,10 +43,10 @@ class ShardWriter:
         self._buf: dict[str, list[np.ndarray]] = {s: [] for s in self.streams}
 
     def add(self, **items: Union[Sequence[int], np.ndarray]) -> None:
-        """Add one example: token ids, or a float array ``[n, D]`` of features, per stream."""
+        """Add one example: token ids (a sequence, possibly empty), or features ``[n, D]`` (2-D), per stream."""
         for s in self.streams:
             item = np.asarray(items[s])
-            self._buf[s].append(item if item.dtype.kind == "f" else item.astype(np.int32))
+            self._buf[s].append(item if item.ndim == 2 else item.astype(np.int32))
         if len(self._buf[self.streams[0]]) >= self.shard_size:
             self.flush()
 
@@ -62,7 +62,7 @@ class ShardWriter:
                 offsets = np.zeros(n + 1, dtype=np.int64)
                 np.cumsum([len(x) for x in seqs], out=offsets[1:])
                 g = f.create_group(s)
-                kind = FEATURES if seqs[0].dtype.kind == "f" else TOKENS
+                kind = FEATURES if seqs[0].ndim == 2 else TOKENS
                 g.attrs["kind"] = kind
                 empty = np.zeros((0,) + seqs[0].shape[1:], seqs[0].dtype)
                 g.create_dataset(kind, data=np.concatenate(seqs) if offsets[-1] else empty)
@@ -90,9 +90,11 @@ class Shard:
 
     @property
     def streams(self) -> list[str]:
+        """The stream names, in the file's order."""
         return list(self.data)
 
     def kind(self, stream: str) -> str:
+        """``tokens`` or ``features``."""
         return self.kinds[stream]
 
     def __len__(self) -> int:

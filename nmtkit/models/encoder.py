@@ -99,8 +99,9 @@ class RNNEncoder(nn.Module):
 class TextEncoder(RNNEncoder):
     """A text stream's encoder: its token embeddings (dropout on them), then :class:`RNNEncoder`.
 
-    It owns the embeddings and their initialisation (the padding row is zero and stays so);
-    ``dropout`` also applies between stacked layers.
+    It owns the embeddings (``encoder.embedding``), whose padding row is zero and gets no gradient
+    (``padding_idx``; :meth:`Seq2Seq.init_parameters` zeroes every such row again after its uniform
+    initialisation). ``dropout`` also applies between stacked layers.
     """
 
     def __init__(self, vocab_size: int, emb_size: int, hidden_size: int, layers: int = 1, cell: str = "gru",

@@ -24,7 +24,11 @@ import functools
 from typing import Optional
 
 import torch
+from torch import nn
 from torch.autograd.function import once_differentiable
+
+from nmtkit.models.attention import MLPAttention, TargetAttention
+from nmtkit.models.cells import Cell, GRUCell
 
 _softmax_backward = torch._softmax_backward_data
 _sigmoid_backward = torch.ops.aten.sigmoid_backward.grad_input  # grad y (1 - y), into grad_input
@@ -298,16 +302,14 @@ class AttentiveGRU(torch.autograd.Function):
                         (2 * d_tv).view_as(tv), d_gi.view(T * B, -1).t() @ tcontexts.view(T * B, H))  # v_d, C^d
 
 
-#: The decoder configurations :func:`attentive_gru` computes: a GRU cell whose recurrent product also gives
-#: the MLP attention's query over the source, with the source context, and target attention (an MLP over
-#: the previous states projecting its own query) optionally, in its gates; no other contexts.
-DECODER_CELL, DECODER_CONTEXTS = "GRUCell", ({"source"}, {"source", "target"})
-
-
-def covers_decoder(cell: str, contexts: set[str], fused_query: bool) -> bool:
-    """Whether :func:`attentive_gru` computes a decoder with this cell class name, these context names
-    and a query fused into the cell's recurrent product."""
-    return cell == DECODER_CELL and contexts in DECODER_CONTEXTS and fused_query
+def covers_decoder(cell: Cell, attention: nn.Module, target_attention: Optional[nn.Module]) -> bool:
+    """Whether :func:`attentive_gru` computes a decoder of these parts: a :class:`GRUCell` whose recurrent
+    product also gives the query of an :class:`MLPAttention` over the source, and optionally a
+    :class:`TargetAttention`; their contexts (and no others) in the cell's gates."""
+    contexts = {"source"} | ({"target"} if target_attention is not None else set())
+    return (type(cell) is GRUCell and cell.query_size > 0 and set(cell.contexts) == contexts
+            and type(attention) is MLPAttention and attention.query is None
+            and (target_attention is None or type(target_attention) is TargetAttention))
 
 
 def attentive_gru(gi_emb: torch.Tensor, s0: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,

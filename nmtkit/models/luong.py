@@ -18,14 +18,14 @@ from torch import nn
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.activation import tanh
 from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.luong_attention import KINDS, SCORES, LuongAttention
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnnsearch import rnn_options, text_sizes
-from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
+from nmtkit.models.rnn_options import rnn_options
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
@@ -92,7 +92,7 @@ class Luong(Seq2Seq):
         h_tilde = h_tilde.squeeze(1)
         return h_tilde, weights.squeeze(1), state.replace(feed=h_tilde, step=state["step"] + 1)
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         h_tilde, weights, state = self._step(self.tgt_emb(prev), state)
         log_probs = torch.log_softmax(self.output(self.dropout(h_tilde)).float(), dim=-1)
         return log_probs, state, {"source": weights}
@@ -117,4 +117,4 @@ class Luong(Seq2Seq):
 @register_model("luong", LUONG_OPTIONS, "stacked LSTMs, global (dot/general/concat/location) or local-m/local-p "
                                         "attention, input feeding")
 def build_luong(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Luong:
-    return Luong(*text_sizes("luong", meta), **option_values(config, LUONG_OPTIONS))
+    return Luong(*meta.translation_sizes("luong"), **option_values(config, LUONG_OPTIONS))

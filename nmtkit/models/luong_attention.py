@@ -83,10 +83,14 @@ class LuongAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
                 steps: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Contexts ``[B, T, M]`` and weights ``[B, T, S]`` for queries h_t ``[B, T, Q]``.
+        """Contexts ``[B, T, M]`` and weights ``[B, T, S]`` for queries h_t ``[B, T, Q]``, or ``[B, M]`` and
+        ``[B, S]`` for one query ``[B, Q]`` (the attention protocol of :mod:`nmtkit.models.attention`).
 
-        ``steps`` ``[T]`` or ``[B, T]`` are the target positions t of the queries (needed by local-m).
+        ``steps`` ``[T]`` or ``[B, T]`` are the target positions t of the queries (local-m; default 0..T-1).
         """
+        if query.dim() == 2:
+            context, weights = self(query.unsqueeze(1), keys, memory, mask, steps)
+            return context.squeeze(1), weights.squeeze(1)
         scores = self.scores(query, keys)
         allowed = mask.unsqueeze(1).expand_as(scores)
         if self.kind != "global":

@@ -11,16 +11,19 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 from nmtkit.config import Option
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 
+if TYPE_CHECKING:
+    from nmtkit.models.seq2seq import Seq2Seq
+
 #: ``builder(config, meta, vocabs) -> Seq2Seq``: the resolved options of the architecture, the corpus'
 #: streams (kinds and sizes) and the vocabularies of its text streams.
-Builder = Callable[[dict, CorpusMeta, Mapping[str, Vocab]], object]
+Builder = Callable[[dict, CorpusMeta, Mapping[str, Vocab]], "Seq2Seq"]
 
 
 @dataclass
@@ -87,7 +90,7 @@ def option_values(config: Mapping, options: Sequence[Option]) -> dict:
     return {o.name: config.get(o.name, o.default) for o in options}
 
 
-def build_model(config: Mapping, meta: CorpusMeta, vocabs: Optional[Mapping[str, Vocab]] = None):
+def build_model(config: Mapping, meta: CorpusMeta, vocabs: Optional[Mapping[str, Vocab]] = None) -> "Seq2Seq":
     """Build the architecture named by ``config['arch']`` with its options (defaults for missing keys)."""
     spec = get_spec(config["arch"])
     return spec.builder({**option_values(config, spec.options), "arch": spec.name}, meta, dict(vocabs or {}))

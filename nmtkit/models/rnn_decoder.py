@@ -29,7 +29,7 @@ from nmtkit.models.attention import MLPAttention, TargetAttention
 from nmtkit.models.cells import CELLS
 from nmtkit.models.fast_recurrences import attentive_gru, covers_decoder
 from nmtkit.models.readout import DeepOutput
-from nmtkit.models.seq2seq import Attention
+from nmtkit.models.seq2seq import AttentionWeights
 from nmtkit.models.state import DecoderState
 
 # the maps through which target attention (Eq. 10-11) and R̃ (Eq. 19) enter the gates and the output
@@ -47,18 +47,21 @@ class RNNDecoder(nn.Module):
 
     def __init__(self, emb_size: int, ctx_size: int, dec_size: int, att_size: int, readout_size: int,
                  tgt_vocab: int, dropout: float, cell: str = "gru", target_attention: bool = False,
-                 extra_size: int = 0, prefix: str = ""):
+                 extra_size: int = 0, prefix: str = "", attention: Optional[nn.Module] = None):
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"unknown decoder cell {cell!r}")
         cell_class = CELLS[cell]
         self.prefix, self.extra_size = prefix, extra_size
         self.init_state = nn.Linear(ctx_size, dec_size)
-        self.attention = MLPAttention(dec_size, ctx_size, att_size, project_query=not cell_class.fuses_query)
+        # any attention of the protocol may serve (``attention``, reading the cell's state and projecting it
+        # itself); by default RNNSearch's MLP, whose query the GRU and LSTM cells compute in their recurrent product
+        fused = cell_class.fuses_query and attention is None
+        self.attention = attention or MLPAttention(dec_size, ctx_size, att_size, project_query=not fused)
         self.target_attention = TargetAttention(dec_size, dec_size, att_size) if target_attention else None
         inputs = {"embedding": emb_size, **({"extra": extra_size} if extra_size else {})}
         contexts = {"source": ctx_size, **({"target": dec_size} if target_attention else {})}
-        self.cell = cell_class(dec_size, inputs, contexts, att_size if cell_class.fuses_query else 0)
+        self.cell = cell_class(dec_size, inputs, contexts, att_size if fused else 0)
         extras = {**({"target": dec_size} if target_attention else {}), **({"extra": extra_size} if extra_size else {})}
         self.readout = DeepOutput(dec_size + emb_size + ctx_size, extras, readout_size, tgt_vocab, dropout)
 
@@ -117,7 +120,7 @@ class RNNDecoder(nn.Module):
         extras = {"target": contexts["target"]} if "target" in contexts else {}
         return self.readout(torch.cat([s, emb, contexts["source"]], dim=-1), extras, self._get(state, "extra_out"))
 
-    def _recur(self, gi: torch.Tensor, state: DecoderState) -> tuple[DecoderState, dict, Attention]:
+    def _recur(self, gi: torch.Tensor, state: DecoderState) -> tuple[DecoderState, dict, AttentionWeights]:
         cell_state = {k: self._get(state, k) for k in self.cell.state_names}
         new, contexts, weights = self.cell.step(gi, cell_state, self._attend(state))
         updates = {self._name(k): v for k, v in new.items()}
@@ -126,7 +129,7 @@ class RNNDecoder(nn.Module):
                 self._get(state, "tmemory"), self._get(state, "tkeys"), new["hidden"])
         return state.replace(**updates), contexts, weights
 
-    def step(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
+    def step(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         """Logits ``[B, V]`` of step j from E y_{j-1} ``[B, E]``, the new state and the weights."""
         state, contexts, weights = self._recur(self._input_gates(emb, state), state)
         return self._logits(self._get(state, "hidden"), emb, contexts, state), state, weights
@@ -135,9 +138,9 @@ class RNNDecoder(nn.Module):
     @property
     def accelerated(self) -> bool:
         """Whether teacher forcing runs the hand-written recurrence (:func:`fast_recurrences.covers_decoder`)."""
-        return covers_decoder(type(self.cell).__name__, set(self.cell.contexts), self.cell.query_size > 0)
+        return covers_decoder(self.cell, self.attention, self.target_attention)
 
-    def forward(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, Attention]:
+    def forward(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, AttentionWeights]:
         """Logits ``[B, T, V]``, states s_1..s_T ``[B, T, H]`` and weights for embedded inputs ``[B, T, E]``.
 
         ``target`` weights come as ``[B, T, T]``, row j holding β_tj for t < j and zeros elsewhere.

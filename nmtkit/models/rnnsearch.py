@@ -20,28 +20,15 @@ from torch import nn
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.meta import TOKENS, CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.cells import CELLS
 from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
-from nmtkit.models.seq2seq import Attention, ModelOutput, Seq2Seq
+from nmtkit.models.rnn_options import rnn_options
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
-
-
-def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
-    """The options every RNN encoder-decoder has, their help naming its ``encoder`` and ``decoder`` RNNs and
-    what tied embeddings need."""
-    return [
-        Option("emb_size", 256, "word embedding size (source and target)"),
-        Option("enc_size", 256, f"encoder {encoder} size per direction"),
-        Option("dec_size", 512, f"decoder {decoder} size"),
-        Option("dropout", 0.2, "dropout on embeddings, between stacked layers and before the output layer"),
-        Option("tie_embeddings", False, f"share the target embeddings with the output layer (needs {tie_needs})"),
-        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
-    ]
-
 
 RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
     Option("att_size", 0, "attention MLP hidden size (0: the decoder size)"),
@@ -80,7 +67,7 @@ class RNNSearch(Seq2Seq):
     def encode(self, batch: Batch) -> DecoderState:
         return self.decoder.start(self.source(batch))
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
         return torch.log_softmax(logits.float(), dim=-1), state, weights
 
@@ -89,12 +76,6 @@ class RNNSearch(Seq2Seq):
         return ModelOutput(logits, weights)
 
 
-def text_sizes(arch: str, meta: CorpusMeta) -> tuple[int, int]:
-    """Source and target vocabulary sizes of a one-source text corpus (what the single-encoder models read)."""
-    meta.require(arch, src=TOKENS)
-    return meta.streams["src"].size, meta.target.size
-
-
 @register_model("rnnsearch", RNN_OPTIONS, "BiGRU encoder, GRU decoder with MLP attention on s_{i-1}, deep output")
 def build_rnnsearch(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> RNNSearch:
-    return RNNSearch(*text_sizes("rnnsearch", meta), **option_values(config, RNN_OPTIONS))
+    return RNNSearch(*meta.translation_sizes("rnnsearch"), **option_values(config, RNN_OPTIONS))

@@ -10,7 +10,7 @@ from torch import nn
 from nmtkit.data.batching import Batch
 from nmtkit.models.state import DecoderState
 
-Attention = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
+AttentionWeights = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
 
 
 @dataclass
@@ -24,7 +24,7 @@ class ModelOutput:
     """
 
     logits: torch.Tensor
-    attention: Attention = field(default_factory=dict)
+    attention: AttentionWeights = field(default_factory=dict)
     auxiliary: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     losses: dict[str, torch.Tensor] = field(default_factory=dict)
 
@@ -55,6 +55,9 @@ class Seq2Seq(nn.Module):
     #: so that the model starts out computing what its checkpoint computed and learns to use the component.
     bridges: tuple[str, ...] = ()
 
+    #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).
+    inputs: tuple[str, ...] = ("src",)
+
     def init_parameters(self, param_init: float, tied: Sequence[tuple[nn.Linear, nn.Embedding]] = ()) -> None:
         """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie output
         layers to embeddings (``tied``: pairs of output layer and embedding)."""
@@ -78,7 +81,7 @@ class Seq2Seq(nn.Module):
     def encode(self, batch: Batch) -> DecoderState:
         raise NotImplementedError
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, Attention]:
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         raise NotImplementedError
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:

@@ -26,10 +26,10 @@ import torch
 
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS, EOS, PAD, Vocab
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch, text_sizes
+from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
 from nmtkit.models.seq2seq import ModelOutput, max_lengths
 from nmtkit.models.state import DecoderState
 
@@ -133,7 +133,7 @@ def _register(name: str, target_attention: bool, reverse: bool, description: str
 
     @register_model(name, options, description)
     def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> TargetRNN:
-        return TargetRNN(*text_sizes(name, meta), target_attention=target_attention, reverse=reverse,
+        return TargetRNN(*meta.translation_sizes(name), target_attention=target_attention, reverse=reverse,
                          **option_values(config, options))
 
 

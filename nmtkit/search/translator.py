@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import torch
 
@@ -39,19 +39,32 @@ def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torc
                        opts.length_penalty, opts.attention)
 
 
+def search_sorted(model: Seq2Seq, lengths: Sequence[int], batch_of: Callable[[list[int]], Batch],
+                  opts: SearchOptions, device: torch.device,
+                  on_batch: Optional[Callable[[int], None]] = None) -> list[list[Hypothesis]]:
+    """Hypotheses for examples 0..n-1 in input order: batches of examples sorted by ``lengths`` (little
+    padding), made by ``batch_of(indices)``; the model in eval mode meanwhile. ``on_batch(k)`` after each."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    results: list[list[Hypothesis]] = [[] for _ in lengths]
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(order), opts.batch_size):
+            idx = order[start:start + opts.batch_size]
+            for i, hyps in zip(idx, search_batch(model, batch_of(idx), opts, device)):
+                results[i] = hyps
+            if on_batch:
+                on_batch(len(idx))
+    finally:
+        model.train(was_training)
+    return results
+
+
 def translate_ids(model: Seq2Seq, sources: Sequence[Sequence[int]], opts: SearchOptions,
-                  device: torch.device, on_batch=None) -> list[list[Hypothesis]]:
-    """Hypotheses for every source (the ``src`` stream's ids), in input order; batches are formed from
-    length-sorted sources."""
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results: list[Optional[list[Hypothesis]]] = [None] * len(sources)
-    for start in range(0, len(order), opts.batch_size):
-        idx = order[start:start + opts.batch_size]
-        for i, hyps in zip(idx, search_batch(model, make_batch([sources[i] for i in idx]), opts, device)):
-            results[i] = hyps
-        if on_batch:
-            on_batch(len(idx))
-    return results  # type: ignore[return-value]
+                  device: torch.device, on_batch: Optional[Callable[[int], None]] = None) -> list[list[Hypothesis]]:
+    """Hypotheses for every source (the ``src`` stream's ids), in input order (see :func:`search_sorted`)."""
+    return search_sorted(model, [len(s) for s in sources], lambda idx: make_batch([sources[i] for i in idx]),
+                         opts, device, on_batch)
 
 
 @dataclass

@@ -24,3 +24,20 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr
+
+
+def load_optimizer_by_name(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ckpt: dict) -> None:
+    """Carry optimiser state over for parameters with the same name and shape (``ckpt``'s ``param_names`` say
+    which parameter each of its states belongs to): a warm start, or a checkpoint whose parameters came in
+    another order."""
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    old_names = ckpt.get("param_names", [])
+    old_state = ckpt["optimizer"]["state"]
+    own = dict(model.named_parameters())
+    state = optimizer.state_dict()
+    for i, name in enumerate(names):
+        j = old_names.index(name) if name in old_names else None
+        if j is not None and j in old_state and all(
+                not torch.is_tensor(v) or v.dim() == 0 or v.shape == own[name].shape for v in old_state[j].values()):
+            state["state"][i] = old_state[j]
+    optimizer.load_state_dict(state)

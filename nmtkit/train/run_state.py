@@ -33,6 +33,7 @@ def rng_state() -> dict:
 
 
 def restore_rng(rng: dict) -> None:
+    """Put back the generators' states of :func:`rng_state`."""
     torch.set_rng_state(rng["torch"])
     if torch.cuda.is_available() and "cuda" in rng:
         torch.cuda.set_rng_state_all(rng["cuda"])

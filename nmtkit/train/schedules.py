@@ -23,6 +23,8 @@ class Schedule:
     after each validation; both return the rate to use from then on. :meth:`state` is what a
     checkpoint keeps and :meth:`load_state` restores."""
 
+    sets_every_update = False  # whether :meth:`on_update` sets the rate (so no other value can be imposed)
+
     def __init__(self, lr: float, config: dict):
         self.base_lr, self.lr = lr, lr
 
@@ -40,6 +42,8 @@ class Schedule:
 
 
 class DecayOnWorse(Schedule):
+    """``decay-on-worse``: the rate times ``lr_decay`` after a validation worse than the previous one."""
+
     def __init__(self, lr: float, config: dict):
         super().__init__(lr, config)
         self.metric, self.decay, self.min_lr = config["decay_metric"], config["lr_decay"], config["min_lr"]
@@ -59,6 +63,10 @@ class DecayOnWorse(Schedule):
 
 
 class InverseSqrt(Schedule):
+    """``inverse-sqrt``: linear warm-up over ``warmup_steps`` updates, then 1/sqrt(step)."""
+
+    sets_every_update = True
+
     def __init__(self, lr: float, config: dict):
         super().__init__(lr, config)
         self.warmup = max(1, config["warmup_steps"])

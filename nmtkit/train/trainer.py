@@ -23,11 +23,11 @@ from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.distributed import DistInfo, broadcast
-from nmtkit.train.optim import DEFAULT_LR, make_optimizer, set_lr
+from nmtkit.train.optim import DEFAULT_LR, load_optimizer_by_name, make_optimizer, set_lr
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
 from nmtkit.train.validation import EarlyStopping, validate
-from nmtkit.train.warm_start import load_optimizer_by_name, warm_start
+from nmtkit.train.warm_start import warm_start
 
 
 class Trainer:
@@ -89,7 +89,10 @@ class Trainer:
             self.model.load_state_dict(ckpt["model"])
         except RuntimeError as e:
             raise NmtkitError(f"--resume: {path} does not match the configured model: {str(e).splitlines()[0]}") from None
-        self.optimizer.load_state_dict(ckpt["optimizer"])
+        if ckpt.get("param_names") == self._trainable_names():
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+        else:  # the parameters in another order (a checkpoint of nmtkit 0.1.0): by name
+            load_optimizer_by_name(self.model, self.optimizer, ckpt)
         self.schedule.load_state(ckpt["schedule"])
         self.stopping.load_state(ckpt["stopping"])
         set_lr(self.optimizer, self.schedule.lr)
@@ -112,6 +115,9 @@ class Trainer:
         if init_optimizer:
             load_optimizer_by_name(self.model, self.optimizer, ckpt)
         old_lr = ckpt["schedule"]["lr"]
+        if init_lr and self.schedule.sets_every_update:
+            raise NmtkitError(f"--init-lr: the {self.config['lr_schedule']} schedule sets the learning rate at every "
+                              "update; give --lr instead", exit_code=2)
         if init_lr:
             self.schedule.lr = old_lr
             set_lr(self.optimizer, old_lr)
@@ -269,13 +275,17 @@ class Trainer:
         set_lr(self.optimizer, self.schedule.lr)
         return result
 
+    def _trainable_names(self) -> list[str]:
+        """The names of the parameters the optimiser updates, in its order."""
+        return [n for n, p in self.model.named_parameters() if p.requires_grad]
+
     def _save(self, name: str) -> None:
         if not self.dist.is_main:
             return
         save_checkpoint(self.save_dir / name, {
             "config": dict(self.config), "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "param_names": [n for n, p in self.model.named_parameters() if p.requires_grad],
+            "param_names": self._trainable_names(),
             "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
             "rng": rng_state(), "corpus": self.corpus.meta.state(),
             "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()},

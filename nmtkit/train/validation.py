@@ -2,18 +2,19 @@
 and early stopping on the chosen metric."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
 from nmtkit.data.batching import example_lengths, examples_batch
 from nmtkit.data.shards import Corpus, Shard
+from nmtkit.data.streams import TARGET
 from nmtkit.data.text import read_lines
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.metrics.text import corpus_score
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.search.translator import SearchOptions, search_batch
+from nmtkit.search.translator import SearchOptions, search_sorted
 from nmtkit.train.schedules import is_better
 
 
@@ -36,7 +37,7 @@ class EarlyStopping:
         return improved, self.patience > 0 and self.bad >= self.patience
 
     def state(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k in ("best", "bad")}
+        return {"best": self.best, "bad": self.bad}
 
     def load_state(self, state: dict) -> None:
         self.best, self.bad = state["best"], state["bad"]
@@ -51,30 +52,15 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     n = config["valid_max_sentences"] or len(examples)
     ref_path = corpus.reference_path("valid")
     tgt_vocab = corpus.tgt_vocab
-    refs = read_lines(ref_path)[:n] if ref_path else [tgt_vocab.decode(sh.get("tgt", i)) for sh, i in examples[:n]]
+    refs = read_lines(ref_path)[:n] if ref_path else [tgt_vocab.decode(sh.get(TARGET, i)) for sh, i in examples[:n]]
     opts = SearchOptions(beam_size=config["valid_beam"], batch_size=config["valid_batch_size"],
                          max_len_a=config["max_len_a"], max_len_b=config["max_len_b"])
-    hyps = translate_examples(model, examples[:n], opts, device)
-    texts = [tgt_vocab.decode(h) for h in hyps]
+    held_out = examples[:n]
+    by_shard = {id(sh): example_lengths(sh, inputs_only=True) for sh, _ in held_out}
+    hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
+                         lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
+    texts = [tgt_vocab.decode(h[0].tokens) for h in hyps]
     result["bleu"] = round(corpus_score("bleu", texts, [refs]).score, 3)
     result["chrf"] = round(corpus_score("chrf", texts, [refs]).score, 3)
     return result
 
-
-def translate_examples(model: Seq2Seq, examples: list[tuple[Shard, int]], opts: SearchOptions,
-                       device: torch.device) -> list[list[int]]:
-    """The best output ids of each example, in order; batches of length-sorted examples, in eval mode."""
-    lengths = [int(example_lengths(sh, inputs_only=True)[i]) for sh, i in examples]
-    order = sorted(range(len(examples)), key=lambda k: lengths[k])
-    out: list[list[int]] = [[] for _ in examples]
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, len(order), opts.batch_size):
-            idx = order[start:start + opts.batch_size]
-            batch = examples_batch([examples[k] for k in idx], target=False)
-            for k, hyps in zip(idx, search_batch(model, batch, opts, device)):
-                out[k] = hyps[0].tokens
-    finally:
-        model.train(was_training)
-    return out

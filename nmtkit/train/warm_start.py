@@ -1,4 +1,5 @@
-"""Warm start (``--init-from``): another checkpoint's matching parameters, and optionally its optimiser state."""
+"""Warm start (``--init-from``): another checkpoint's matching parameters (its optimiser state, if asked,
+through :func:`nmtkit.train.optim.load_optimizer_by_name`)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -26,18 +27,3 @@ def is_bridge(parameter: str, bridges: Sequence[str]) -> bool:
     """Whether a parameter's module (its name without the last part) ends with one of ``bridges``."""
     module = "." + parameter.rpartition(".")[0]
     return any(module.endswith("." + b) for b in bridges)
-
-
-def load_optimizer_by_name(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ckpt: dict) -> None:
-    """Carry optimiser state over for parameters with the same name and shape."""
-    names = [n for n, p in model.named_parameters() if p.requires_grad]
-    old_names = ckpt.get("param_names", [])
-    old_state = ckpt["optimizer"]["state"]
-    own = dict(model.named_parameters())
-    state = optimizer.state_dict()
-    for i, name in enumerate(names):
-        j = old_names.index(name) if name in old_names else None
-        if j is not None and j in old_state and all(
-                not torch.is_tensor(v) or v.dim() == 0 or v.shape == own[name].shape for v in old_state[j].values()):
-            state["state"][i] = old_state[j]
-    optimizer.load_state_dict(state)

@@ -87,3 +87,11 @@ def test_perplexity_source_and_reference_of_different_lengths_are_an_error(files
     assert r.exit_code == 1
     assert r.stderr.startswith(f"error: {files / 'src'} has {n} lines but {files / 'ref1'} has 2:")
     assert r.stderr.count("\n") == 1
+
+
+def test_perplexity_with_an_empty_source_line(trained_ckpt, tmp_path):
+    (tmp_path / "src").write_text("forty-two\n\nseven\n")
+    (tmp_path / "ref").write_text("zwei und vierzig\nnull\nsieben\n")
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / "src", "-r", tmp_path / "ref",
+             "--score-only"])
+    assert float(r.stdout) > 1

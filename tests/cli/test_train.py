@@ -84,7 +84,7 @@ def test_options_of_another_architecture_are_one_line_errors(corpus_dir, tmp_pat
     r = run(["train", "--data", corpus_dir, "--no-input-feed"], ok=False)
     assert "--no-input-feed: not an option of --arch rnnsearch but of luong" in r.stderr
     r = run(["train", "--data", corpus_dir, "--nonsense", 1], ok=False)
-    assert "--nonsense: see 'nmtkit train --help'" in r.stderr
+    assert "--nonsense: no such option; see 'nmtkit train --help'" in r.stderr
     (tmp_path / "l.yaml").write_text("arch: rnnsearch\nlayers: 4\nattention: local-m\n")
     r = run(["train", "--data", corpus_dir, "-c", tmp_path / "l.yaml"], ok=False)
     assert "l.yaml: unknown key(s) attention, layers (not an option of --arch rnnsearch but of luong" in r.stderr
@@ -159,3 +159,30 @@ def test_a_single_source_model_trains_on_a_corpus_with_more_streams(tmp_path):
     assert "validation at step 2" in r.stderr
     assert load_checkpoint(tmp_path / "m" / "last.pt")["corpus"]["mt"]["kind"] == "tokens"
     assert run(["translate", "-m", tmp_path / "m" / "last.pt"], input="forty-two\n").stdout.count("\n") == 1
+
+
+def test_resume_in_the_default_folder_keeps_the_run_architecture(corpus_dir, tmp_path, monkeypatch):
+    """``--resume`` without --save-dir or --arch: the run in ./checkpoints decides the architecture."""
+    monkeypatch.chdir(tmp_path)
+    run(["train", "--data", corpus_dir, "--arch", "luong", "--layers", 1, "--emb-size", 8, "--enc-size", 8,
+         "--dec-size", 8, "--max-steps", 2, "--valid-every", 2, "--valid-max-sentences", 4])
+    r = run(["train", "--resume", "--max-steps", 3])
+    assert "resuming from checkpoints/last.pt: step 2" in r.stderr
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["progress"]["step"] == 3
+
+
+def test_resume_of_a_run_saved_with_every_architecture_keys(corpus_dir, tmp_path):
+    """nmtkit 0.1.0 saved every architecture's options in config.yaml: other architectures' keys are dropped."""
+    save = tmp_path / "r"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 2, "--valid-every", 2,
+         "--valid-max-sentences", 4])
+    saved = yaml.safe_load((save / "config.yaml").read_text())
+    (save / "config.yaml").write_text(yaml.safe_dump({**saved, "layers": 2, "input_feed": True}))
+    r = run(["train", "--save-dir", save, "--resume", "--max-steps", 3])
+    assert "resuming from" in r.stderr and "layers" not in yaml.safe_load((save / "config.yaml").read_text())
+
+
+def test_init_lr_is_refused_by_a_schedule_that_sets_every_update(corpus_dir, trained_ckpt, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "s", *TINY_MODEL, "--lr-schedule", "inverse-sqrt",
+             "--init-from", trained_ckpt, "--init-lr"], ok=False)
+    assert "--init-lr: the inverse-sqrt schedule sets the learning rate at every update" in r.stderr

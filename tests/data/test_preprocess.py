@@ -1,7 +1,10 @@
 import json
 
+import h5py
 import pytest
+import torch
 
+from nmtkit.data.batching import TrainingBatches
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.errors import NmtkitError
@@ -112,5 +115,11 @@ def test_a_format_1_corpus_is_read(tmp_path):
                     vocab={"src": streams["src"]["vocab"], "tgt": streams["tgt"]["vocab"],
                            "src_size": streams["src"]["size"], "tgt_size": streams["tgt"]["size"], "kind": "word"})
     (out / "manifest.json").write_text(json.dumps(manifest))
+    for shard in out.glob("*.h5"):  # 0.1.0's shards had no kind attribute
+        with h5py.File(shard, "a") as f:
+            for stream in f.values():
+                del stream.attrs["kind"]
     corpus = Corpus.open(out)
     assert corpus.meta.streams["src"].size == streams["src"]["size"] and corpus.meta.target.lang == "de"
+    batches = list(TrainingBatches(corpus.shard_paths("train"), 2).epoch(1))
+    assert sum(b.size for b in batches) == corpus.sentences("train") and batches[0]["src"].data.dtype == torch.int64

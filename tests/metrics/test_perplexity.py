@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.models import build_model
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model
 from nmtkit.models.encoder import RNNEncoder
 from tests.conftest import TINY_CONFIG
@@ -33,8 +33,8 @@ def test_encoder_equals_its_module_over_packed_sequences(cell, layers, bidirecti
 
 
 @pytest.mark.parametrize("arch", ["rnnsearch", "target-attn", "bitatt-rnn"])
-def test_fused_decoder_gradients_equal_step_by_step_autograd(arch):
-    """RNNDecoder.forward (fused) against the same maths through decode steps' autograd, values and gradients."""
+def test_accelerated_decoder_gradients_equal_step_by_step_autograd(arch):
+    """RNNDecoder.forward (accelerated) against the same maths through decode steps' autograd, values and gradients."""
     torch.manual_seed(0)
     model = build_model({**TINY_CONFIG, "arch": arch, "param_init": 0.5}, CorpusMeta.text(30, 25)).double().train()
     g = torch.Generator().manual_seed(1)
@@ -51,9 +51,9 @@ def test_fused_decoder_gradients_equal_step_by_step_autograd(arch):
     w_logits = torch.randn_like(logits)
     inputs = list(model.parameters()) + ([future] if future is not None else [])
     loss = lambda l, a: (l * w_logits).sum() + sum((a[k] * ws[k]).sum() for k in ws)
-    fused = torch.autograd.grad(loss(logits, att), inputs, allow_unused=True, retain_graph=True)
+    accelerated = torch.autograd.grad(loss(logits, att), inputs, allow_unused=True, retain_graph=True)
     state, steps, weights = start, [], {k: [] for k in att}
-    for t in range(b.tgt_in.size(1)):  # the unfused decoder: decode_step's own maths
+    for t in range(b.tgt_in.size(1)):  # the decoder's steps: decode_step's own maths
         logits_t, state, att_t = decoder.step(emb[:, t], state)
         steps.append(logits_t)
         for k, a in att_t.items():
@@ -63,7 +63,7 @@ def test_fused_decoder_gradients_equal_step_by_step_autograd(arch):
     assert all(torch.allclose(att[k], ref_att[k], atol=1e-12) for k in att)
     plain = torch.autograd.grad(loss(ref_logits, ref_att), inputs, allow_unused=True)
     names = [n for n, _ in model.named_parameters()] + ["R~"]
-    for name, a, c in zip(names, fused, plain):
+    for name, a, c in zip(names, accelerated, plain):
         assert (a is None) == (c is None), name
         assert a is None or torch.allclose(a, c, atol=1e-9), name
 
@@ -80,3 +80,23 @@ def test_the_accelerator_runs_only_the_configurations_it_covers(arch, cell, acce
     model = build_model({**TINY_CONFIG, "arch": arch, "decoder_cell": cell}, CorpusMeta.text(30, 25))
     model(make_batch([[5, 6, 7]], [[8, 9]]))
     assert model.decoder.accelerated == accelerated and bool(calls) == accelerated
+
+
+def test_a_decoder_with_another_attention_runs_its_steps_and_equals_them():
+    """An injected attention of the protocol (Luong's general score here) is not the accelerator's: the decoder
+    runs the autograd steps, and teacher forcing equals decoding step by step."""
+    from nmtkit.models.luong_attention import LuongAttention
+    from nmtkit.models.rnn_decoder import RNNDecoder
+    from nmtkit.models.state import DecoderState
+
+    torch.manual_seed(0)
+    decoder = RNNDecoder(6, 8, 10, 10, 6, 20, 0.0, attention=LuongAttention(10, 8, "general"))
+    memory, mask = torch.randn(2, 4, 8), torch.tensor([[True] * 4, [True, True, False, False]])
+    state = decoder.start(DecoderState({"memory": memory, "mask": mask}, static=("memory", "mask")))
+    emb = torch.randn(2, 3, 6)
+    logits, _, att = decoder(emb, state)
+    assert not decoder.accelerated and decoder.cell.query_size == 0
+    for t in range(3):
+        step_logits, state, step_att = decoder.step(emb[:, t], state)
+        assert torch.allclose(step_logits, logits[:, t], atol=1e-6)
+        assert torch.allclose(step_att["source"], att["source"][:, t]) and (step_att["source"][1, 2:] == 0).all()

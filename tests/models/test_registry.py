@@ -2,7 +2,7 @@
 import pytest
 
 from nmtkit.config import Option
-from nmtkit.data.meta import FEATURES, TOKENS, CorpusMeta, StreamInfo
+from nmtkit.data.streams import FEATURES, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model, get_spec, model_names, register_model
 from nmtkit.models.registry import MODELS, owners

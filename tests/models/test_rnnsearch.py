@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS
 from nmtkit.models import build_model
 from tests.conftest import TINY_CONFIG, forward

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models import build_model
 from nmtkit.search.beam import beam_search

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.meta import CorpusMeta
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.inference import load_model
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search

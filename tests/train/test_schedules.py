@@ -47,6 +47,8 @@ def test_every_schedule_restores_its_rate():
     for name, cls in SCHEDULES.items():
         s = cls(0.3, CONFIG)
         s.on_update(7)
+        s.on_validation(5.0)
+        s.on_validation(4.0)  # worse: decay-on-worse halves
         r = cls(0.3, CONFIG)
         r.load_state(s.state())
-        assert r.lr == s.lr, name
+        assert r.lr == s.lr != 0.3, name

@@ -175,3 +175,17 @@ def test_torchrun_two_processes_end_to_end(reverse_corpus, tmp_path):
     assert "2 processes" in r.stderr
     log = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
     assert [x["step"] for x in log if x["type"] == "valid"] == [3, 6]
+
+
+def test_resume_maps_the_optimizer_state_by_name_when_the_order_differs(reverse_corpus, tmp_path):
+    """Checkpoints of nmtkit 0.1.0 list their parameters in another order: resume by name, not position."""
+    Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2)).train()
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    state, names = ckpt["optimizer"]["state"], ckpt["param_names"]
+    order = list(reversed(range(len(names))))
+    ckpt["param_names"] = [names[i] for i in order]
+    ckpt["optimizer"]["state"] = {new: state[old] for new, old in enumerate(order)}
+    torch.save(ckpt, tmp_path / "last.pt")
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=3), resume=True)
+    for i, p in enumerate(trainer.model.parameters()):
+        assert torch.equal(trainer.optimizer.state[p]["exp_avg"], state[i]["exp_avg"])

@@ -1,4 +1,4 @@
-"""What a corpus holds: its named streams, each text (with a vocabulary) or features, and their sizes.
+"""A corpus' named streams: each text (with a vocabulary) or features, and their sizes.
 
 Model builders receive this (with the vocabularies) instead of two vocabulary sizes, so a
 model over several sources or over image features reads what it needs from it; checkpoints
@@ -49,6 +49,11 @@ class CorpusMeta:
     def inputs(self) -> dict[str, StreamInfo]:
         return {n: s for n, s in self.streams.items() if n != TARGET}
 
+    def translation_sizes(self, arch: str) -> tuple[int, int]:
+        """Source and target vocabulary sizes, for an architecture that reads the text stream ``src``."""
+        self.require(arch, src=TOKENS)
+        return self.streams["src"].size, self.target.size
+
     def require(self, arch: str, **kinds: str) -> None:
         """Check that the corpus has the input streams ``name=kind`` an architecture reads."""
         for name, kind in kinds.items():
@@ -59,8 +64,10 @@ class CorpusMeta:
                                   exit_code=2)
 
     def state(self) -> dict:
+        """Plain values, as checkpoints store them."""
         return {name: asdict(s) for name, s in self.streams.items()}
 
     @classmethod
     def from_state(cls, state: Mapping[str, Mapping]) -> "CorpusMeta":
+        """The inverse of :meth:`state`."""
         return cls({name: StreamInfo(**s) for name, s in state.items()})

@@ -1,0 +1,17 @@
+"""The options every RNN encoder-decoder of nmtkit has (rnnsearch and its family, luong)."""
+from __future__ import annotations
+
+from nmtkit.config import Option
+
+
+def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
+    """The options every RNN encoder-decoder has, their help naming its ``encoder`` and ``decoder`` RNNs and
+    what tied embeddings need."""
+    return [
+        Option("emb_size", 256, "word embedding size (source and target)"),
+        Option("enc_size", 256, f"encoder {encoder} size per direction"),
+        Option("dec_size", 512, f"decoder {decoder} size"),
+        Option("dropout", 0.2, "dropout on embeddings, between stacked layers and before the output layer"),
+        Option("tie_embeddings", False, f"share the target embeddings with the output layer (needs {tie_needs})"),
+        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)"),
+    ]
