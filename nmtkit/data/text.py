@@ -1,6 +1,7 @@
 """Reading and writing text files line by line, with errors that name file and line."""
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
 from contextlib import contextmanager
@@ -12,10 +13,16 @@ from nmtkit.errors import NmtkitError
 PathLike = Union[str, os.PathLike]
 
 
+def without_bom(raw: bytes, lineno: int) -> bytes:
+    """Line ``lineno`` (from 1) without the UTF-8 byte-order mark that may open a file or a stream."""
+    return raw[len(codecs.BOM_UTF8):] if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else raw
+
+
 def decode_line(raw: bytes, name: str, lineno: int) -> str:
-    """Decode one line of UTF-8, raising an error naming ``name:lineno`` if it is invalid."""
+    """Decode line ``lineno`` (from 1) of UTF-8, without a leading byte-order mark, raising an error naming
+    ``name:lineno`` if it is invalid."""
     try:
-        return raw.decode("utf-8")
+        return without_bom(raw, lineno).decode("utf-8")
     except UnicodeDecodeError as e:
         raise NmtkitError(f"{name}:{lineno}: invalid UTF-8 (byte {e.start + 1} of the line)") from None
 

@@ -7,7 +7,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import torch
 
 from nmtkit.data.batching import Batch, make_batch
-from nmtkit.data.text import strip_newline
+from nmtkit.data.text import strip_newline, without_bom
 from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.progress import warn
@@ -69,7 +69,8 @@ def translate_ids(model: Seq2Seq, sources: Sequence[Sequence[int]], opts: Search
 
 @dataclass
 class LineResult:
-    """What translate writes for one input line: the n-best outputs (empty for an unusable line)."""
+    """What translate writes for one input line: the n-best outputs (N empty ones, scored 0, for an empty or
+    unusable line, so every line has its N entries)."""
 
     index: int
     texts: list[str]
@@ -96,7 +97,7 @@ class Translator:
 
     def _encode(self, index: int, raw: bytes) -> Optional[list[int]]:
         try:
-            text = strip_newline(raw).decode("utf-8")
+            text = without_bom(strip_newline(raw), index + 1).decode("utf-8")
         except UnicodeDecodeError as e:
             warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
             self.invalid.append(index + 1)
@@ -128,7 +129,7 @@ class Translator:
             if index not in by_index:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
-                yield LineResult(index, [""] * (1 if self.opts.n_best <= 1 else 0), [])
+                yield LineResult(index, [""] * self.opts.n_best, [0.0] * self.opts.n_best)  # n-best: N entries each
                 continue
             ids, nbest = by_index[index]
             if self.attention_out:

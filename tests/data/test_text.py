@@ -52,3 +52,11 @@ def test_check_parallel_returns_the_common_line_count(tmp_path):
     for name in "abc":
         (tmp_path / name).write_text("x\ny\nz")
     assert check_parallel(tmp_path / "a", tmp_path / "b", tmp_path / "c") == 3
+
+
+def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
+    from nmtkit.data.text import decode_line, read_lines
+
+    (tmp_path / "bom").write_bytes(b"\xef\xbb\xbfa b\n\xef\xbb\xbfc\n")
+    assert read_lines(tmp_path / "bom") == ["a b", "\ufeffc"]
+    assert decode_line(b"\xef\xbb\xbfx", "f", 1) == "x" and decode_line(b"\xef\xbb\xbfx", "f", 2) == "\ufeffx"
