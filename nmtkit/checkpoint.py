@@ -52,9 +52,10 @@ def upgrade(ckpt: dict) -> dict:
     out = {**ckpt, "format": FORMAT_VERSION, "model": names(ckpt["model"])}
     if "param_names" in ckpt:
         out["param_names"] = [_rename(k, rnn) for k in ckpt["param_names"]]
-    vocab = ckpt["vocab"]
-    out["corpus"] = CorpusMeta({side: StreamInfo(TOKENS, len(vocab_from_state(vocab[side])))
-                                for side in ("src", TARGET)}).state()
+    vocab = ckpt.get("vocab", {})
+    if {"src", TARGET} <= set(vocab):
+        out["corpus"] = CorpusMeta({side: StreamInfo(TOKENS, len(vocab_from_state(vocab[side])))
+                                    for side in ("src", TARGET)}).state()
     if "schedule" in ckpt:
         old = ckpt["schedule"]
         out["schedule"] = {"lr": old["lr"], "last": old["last"]}
@@ -74,18 +75,50 @@ def save_checkpoint(path: PathLike, payload: dict) -> None:
         raise
 
 
-def load_checkpoint(path: PathLike) -> dict:
-    """Read a checkpoint onto the CPU without running code from it (format 1 upgraded)."""
+#: what a checkpoint must hold to be decoded with (``load_checkpoint(path, FOR_DECODING)``)
+FOR_DECODING = ("model", "config", "vocab", "corpus")
+
+
+def unreadable(e: BaseException) -> str:
+    """Why ``torch.load`` failed, in a few words: never its advice to load the file unsafely."""
+    text = str(e)
+    if isinstance(e, EOFError) or "ran out of input" in text.lower():
+        return "the file is empty or cut short"
+    if "weights only load failed" in text.lower() or "weights_only" in text:
+        return "it holds Python objects beyond tensors and plain values, and nmtkit runs no code from a checkpoint"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
+
+
+def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config")) -> dict:
+    """Read a checkpoint onto the CPU without running code from it (format 1 upgraded); it must hold the keys
+    ``require``."""
     path = Path(path)
     if not path.is_file():
         raise NmtkitError(f"{path}: no such checkpoint")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises many types for truncated or foreign files
-        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({unreadable(e)})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") not in (1, FORMAT_VERSION) or "model" not in ckpt:
         raise NmtkitError(f"{path}: not an nmtkit checkpoint (format {ckpt.get('format') if isinstance(ckpt, dict) else '?'})")
-    return upgrade(ckpt)
+    ckpt = upgrade(ckpt)
+    missing = [key for key in require if key not in ckpt]
+    if missing or "arch" not in ckpt.get("config", {"arch": ""}):
+        raise NmtkitError(f"{path}: an incomplete nmtkit checkpoint (no {', '.join(missing) or 'arch in its config'})")
+    return ckpt
+
+
+def first_mismatch(expected: dict, saved: dict) -> str:
+    """The first difference between a model's state dict and a checkpoint's ('' if none): a missing or
+    unexpected parameter, or one of another shape, with both shapes."""
+    for name, tensor in expected.items():
+        if name not in saved:
+            return f"it has no {name}"
+        if tuple(saved[name].shape) != tuple(tensor.shape):
+            return f"{name} is {tuple(saved[name].shape)} there and {tuple(tensor.shape)} in the configured model"
+    extra = [name for name in saved if name not in expected]
+    return f"it has {extra[0]}, which the configured model lacks" if extra else ""
 
 
 def checkpoint_vocabs(ckpt: dict) -> dict[str, Vocab]:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import torch
 
-from nmtkit.checkpoint import checkpoint_meta, checkpoint_vocabs, load_checkpoint
+from nmtkit.checkpoint import FOR_DECODING, checkpoint_meta, checkpoint_vocabs, first_mismatch, load_checkpoint
 from nmtkit.data.streams import TARGET, CorpusMeta
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
@@ -42,9 +42,12 @@ class LoadedModel:
 
 def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedModel:
     """The model of a checkpoint, built as it was trained and loaded with its weights, in eval mode."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, FOR_DECODING)
     vocabs, meta = checkpoint_vocabs(ckpt), checkpoint_meta(ckpt)
     model = build_model(ckpt["config"], meta, vocabs)
+    mismatch = first_mismatch(model.state_dict(), ckpt["model"])
+    if mismatch:
+        raise NmtkitError(f"{path}: the weights do not fit the model its config describes: {mismatch}")
     model.load_state_dict(ckpt["model"])
     model.to(device or torch.device("cpu")).eval()
     return LoadedModel(model, vocabs, ckpt["config"], meta)

@@ -33,7 +33,7 @@ def test_round_trip_and_weights_only(tmp_path):
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
-    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}})
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}, "config": {"arch": "x"}})
 
     class Unpicklable:
         def __reduce__(self):
@@ -70,3 +70,28 @@ def test_a_format_1_checkpoint_loads_with_its_parameters_renamed(arch, tmp_path)
     assert [float(v) for v in ckpt["model"].values()] == list(range(len(old)))  # and keeps its tensor
     assert CorpusMeta.from_state(ckpt["corpus"]) == CorpusMeta.text(10, 12)
     assert ckpt["schedule"] == {"lr": 0.5, "last": 3.0} and ckpt["stopping"] == {"best": 4.0, "bad": 1}
+
+
+class Pickled:
+    """An object whose unpickling would run code from the file."""
+
+
+def test_unreadable_checkpoints_get_one_line_naming_the_file_and_the_problem(tmp_path, trained_ckpt):
+    from nmtkit.inference import load_model
+
+    (tmp_path / "zero.pt").write_bytes(b"")
+    with pytest.raises(NmtkitError, match=r"zero.pt: not a readable nmtkit checkpoint \(the file is empty or cut short\)"):
+        load_checkpoint(tmp_path / "zero.pt")
+    torch.save({"format": 2, "model": {}, "x": Pickled()}, tmp_path / "code.pt")
+    with pytest.raises(NmtkitError) as e:
+        load_checkpoint(tmp_path / "code.pt")
+    assert "runs no code from a checkpoint" in str(e.value) and "weights_only" not in str(e.value)
+    assert "can still be loaded" not in str(e.value) and "\n" not in str(e.value)
+    ckpt = torch.load(trained_ckpt, weights_only=True)
+    torch.save({k: v for k, v in ckpt.items() if k != "vocab"}, tmp_path / "novocab.pt")
+    with pytest.raises(NmtkitError, match="novocab.pt: an incomplete nmtkit checkpoint \\(no vocab\\)"):
+        load_model(tmp_path / "novocab.pt")
+    torch.save({**ckpt, "config": {**ckpt["config"], "dec_size": 20}}, tmp_path / "resized.pt")
+    with pytest.raises(NmtkitError, match=r"resized.pt: the weights do not fit .*: decoder.init_state.weight is "
+                                          r"\(48, 64\) there and \(20, 64\) in the configured model"):
+        load_model(tmp_path / "resized.pt")

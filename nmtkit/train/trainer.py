@@ -13,7 +13,7 @@ import torch
 import yaml
 from torch import nn
 
-from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.checkpoint import first_mismatch, load_checkpoint, save_checkpoint
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.device import is_out_of_memory, pick_device
@@ -82,13 +82,13 @@ class Trainer:
     # -- starting points ------------------------------------------------------------
     def _resume(self) -> None:
         path = self.save_dir / "last.pt"
-        ckpt = load_checkpoint(path)
+        ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
         if ckpt["config"]["arch"] != self.config["arch"]:
             raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")
-        try:
-            self.model.load_state_dict(ckpt["model"])
-        except RuntimeError as e:
-            raise NmtkitError(f"--resume: {path} does not match the configured model: {str(e).splitlines()[0]}") from None
+        mismatch = first_mismatch(self.model.state_dict(), ckpt["model"])
+        if mismatch:
+            raise NmtkitError(f"--resume: {path} does not fit the configured model: {mismatch}")
+        self.model.load_state_dict(ckpt["model"])
         if ckpt.get("param_names") == self._trainable_names():
             self.optimizer.load_state_dict(ckpt["optimizer"])
         else:  # the parameters in another order (a checkpoint of nmtkit 0.1.0): by name
@@ -103,7 +103,7 @@ class Trainer:
                 f"lr {self.schedule.lr:.3g}")
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
-        ckpt = load_checkpoint(path)
+        ckpt = load_checkpoint(path, ("model", "config", "schedule"))
         new, unused, zeroed = warm_start(self.model, ckpt)
         if self.dist.is_main:
             log(f"warm start from {path} ({ckpt['config']['arch']}): {len(self.model.state_dict()) - len(new)} "

@@ -186,3 +186,12 @@ def test_init_lr_is_refused_by_a_schedule_that_sets_every_update(corpus_dir, tra
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "s", *TINY_MODEL, "--lr-schedule", "inverse-sqrt",
              "--init-from", trained_ckpt, "--init-lr"], ok=False)
     assert "--init-lr: the inverse-sqrt schedule sets the learning rate at every update" in r.stderr
+
+
+def test_resume_with_another_model_size_names_the_parameter_and_both_shapes(corpus_dir, trained_ckpt, tmp_path):
+    save = tmp_path / "r"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 1, "--valid-every", 1,
+         "--valid-max-sentences", 2])
+    r = run(["train", "--data", corpus_dir, "--save-dir", save, "--resume", "--dec-size", 40, "--max-steps", 2], ok=False)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "does not fit the configured model: decoder.init_state.weight is (48, 64) there and (40, 64)" in r.stderr
