@@ -28,8 +28,10 @@ from nmtkit.errors import NmtkitError
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
 @click.option("--threads", default=0, help="CPU threads (0: PyTorch's default)")
+@click.option("--flush", is_flag=True, help="translate and write each line as soon as it arrives, to serve a pipe as "
+                                            "a co-process [default when stdin is a terminal]")
 def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,
-            batch_size, max_input_len, attention_out, device, precision, threads):
+            batch_size, max_input_len, attention_out, device, precision, threads, flush):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -59,8 +61,9 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     name = input_path or "<stdin>"
     stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
     writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name)
+    interactive = flush or (not input_path and sys.stdin.isatty())
     translator = Translator(model, loaded.text_vocab("src"), loaded.tgt_vocab, opts, dev, max_input_len,
-                            attention_out=writer, name=name)
+                            chunk_size=1 if interactive else 10_000, attention_out=writer, name=name)
     start, lines = time.perf_counter(), 0
     try:
         with open_output(output_path) as out, progress() as bar, arithmetic:

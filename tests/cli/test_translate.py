@@ -77,3 +77,25 @@ def test_a_byte_order_mark_does_not_change_the_first_translation(trained_ckpt, t
     assert run(["translate", "-m", trained_ckpt], input=b"\xef\xbb\xbfforty-two\nseven\n").stdout == plain
     (tmp_path / "in").write_bytes(b"\xef\xbb\xbfforty-two\nseven\n")
     assert run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in"]).stdout == plain
+
+
+def test_flush_serves_a_pipe_line_by_line(trained_ckpt):
+    """With --flush each translation comes out before the next line goes in (a co-process)."""
+    import select
+    import subprocess
+    import sys
+
+    code = "import sys; from nmtkit.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "translate", "-m", str(trained_ckpt), "--flush", "--beam", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        for line in (b"forty-two\n", b"\n", b"seven\n"):
+            proc.stdin.write(line)
+            proc.stdin.flush()
+            assert select.select([proc.stdout], [], [], 60)[0], "no output before the input was closed"
+            out = proc.stdout.readline()
+            assert out.endswith(b"\n") and (out == b"\n") == (line == b"\n")
+        proc.stdin.close()
+        assert proc.wait(60) == 0 and proc.stdout.read() == b""
+    finally:
+        proc.kill()
