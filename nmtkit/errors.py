@@ -1,4 +1,4 @@
-"""The one exception type that the CLI turns into a one-line error and an exit code."""
+"""The exception types that the CLI turns into a one-line message and an exit code."""
 
 
 class NmtkitError(Exception):
@@ -11,3 +11,7 @@ class NmtkitError(Exception):
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that clean-ups run (temporary files removed) before exit 143."""

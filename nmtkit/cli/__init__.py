@@ -1,18 +1,27 @@
 """The ``nmtkit`` command: one thin module per subcommand."""
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 
 from nmtkit import __version__
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import NmtkitError, Terminated
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
 
 
 class Group(click.Group):
-    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code."""
+    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, and SIGINT and
+    SIGTERM into exceptions, so that every command removes its temporary files before it exits."""
 
     def invoke(self, ctx: click.Context):
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
         try:
             return super().invoke(ctx)
         except NmtkitError as e:
@@ -21,8 +30,14 @@ class Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except Terminated:
+            click.echo("terminated", err=True)
+            sys.exit(143)
         except BrokenPipeError:
             sys.exit(141)
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

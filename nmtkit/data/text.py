@@ -99,6 +99,14 @@ def temp_file_beside(path: Path) -> str:
     return tmp
 
 
+def remove_stale_temp_files(path: Path) -> int:
+    """Remove the temporary files :func:`temp_file_beside` made for ``path`` that a killed process left; the count."""
+    stale = list(path.parent.glob(f".{path.name}.*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return len(stale)
+
+
 @contextmanager
 def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` and rename it to ``path`` only on success.

@@ -16,6 +16,7 @@ from torch import nn
 from nmtkit.checkpoint import first_mismatch, load_checkpoint, save_checkpoint
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
+from nmtkit.data.text import remove_stale_temp_files
 from nmtkit.device import is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
@@ -82,6 +83,9 @@ class Trainer:
     # -- starting points ------------------------------------------------------------
     def _resume(self) -> None:
         path = self.save_dir / "last.pt"
+        stale = sum(remove_stale_temp_files(self.save_dir / name) for name in ("last.pt", "best.pt"))
+        if stale and self.dist.is_main:
+            log(f"removed {stale} temporary checkpoint file(s) of the killed run")
         ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
         if ckpt["config"]["arch"] != self.config["arch"]:
             raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")

@@ -195,3 +195,13 @@ def test_resume_with_another_model_size_names_the_parameter_and_both_shapes(corp
     r = run(["train", "--data", corpus_dir, "--save-dir", save, "--resume", "--dec-size", 40, "--max-steps", 2], ok=False)
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "does not fit the configured model: decoder.init_state.weight is (48, 64) there and (40, 64)" in r.stderr
+
+
+def test_resume_removes_temporary_checkpoints_of_a_killed_run(corpus_dir, tmp_path):
+    save = tmp_path / "k"
+    args = ["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--valid-every", 1, "--valid-max-sentences", 2]
+    run([*args, "--max-steps", 1])
+    (save / ".last.pt.abc123.tmp").write_bytes(b"half a checkpoint")  # what kill -9 during a save leaves
+    r = run([*args, "--resume", "--max-steps", 2])
+    assert "removed 1 temporary checkpoint file(s) of the killed run" in r.stderr
+    assert not list(save.glob("*.tmp")) and not list(save.glob(".*.tmp"))

@@ -99,3 +99,23 @@ def test_flush_serves_a_pipe_line_by_line(trained_ckpt):
         assert proc.wait(60) == 0 and proc.stdout.read() == b""
     finally:
         proc.kill()
+
+
+def test_sigterm_removes_the_temporary_output_file(trained_ckpt, tmp_path):
+    """translate -o writes to a temporary file beside the output: SIGTERM removes it and exits 143."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "in").write_text("seven hundred forty-two\n" * 20000)
+    code = "import sys; from nmtkit.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "translate", "-m", str(trained_ckpt), "-i", str(tmp_path / "in"),
+                             "-o", str(tmp_path / "out")], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(".out.*.tmp")) and time.time() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob(".out.*.tmp")), "the temporary output file never appeared"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 143 and b"terminated" in proc.stderr.read()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
