@@ -34,11 +34,11 @@ RENAMES = [
     (r"^(decoder|reverse)\.extra_readout\.", r"\1.readout.extras.extra."),
     (r"^(decoder|reverse)\.output\.", r"\1.readout.output."),
 ]
-RNN_DECODER_ARCHS = ("rnnsearch", "target-attn", "ftatt-rnn", "rtatt-rnn", "bitatt-rnn")
 
 
-def _rename(name: str, rnn_decoder: bool) -> str:
-    for pattern, new in RENAMES if rnn_decoder else RENAMES[:1]:
+def _rename(name: str) -> str:
+    """A format 1 parameter name in format 2 (the patterns name modules only the RNN decoders had)."""
+    for pattern, new in RENAMES:
         name = re.sub(pattern, new, name)
     return name
 
@@ -47,11 +47,9 @@ def upgrade(ckpt: dict) -> dict:
     """A format 1 checkpoint in format 2's terms: parameter names, corpus streams, schedule and early stopping."""
     if ckpt.get("format") != 1:
         return ckpt
-    rnn = ckpt.get("config", {}).get("arch") in RNN_DECODER_ARCHS
-    names = lambda d: {_rename(k, rnn): v for k, v in d.items()}
-    out = {**ckpt, "format": FORMAT_VERSION, "model": names(ckpt["model"])}
+    out = {**ckpt, "format": FORMAT_VERSION, "model": {_rename(k): v for k, v in ckpt["model"].items()}}
     if "param_names" in ckpt:
-        out["param_names"] = [_rename(k, rnn) for k in ckpt["param_names"]]
+        out["param_names"] = [_rename(k) for k in ckpt["param_names"]]
     vocab = ckpt.get("vocab", {})
     if {"src", TARGET} <= set(vocab):
         out["corpus"] = CorpusMeta({side: StreamInfo(TOKENS, len(vocab_from_state(vocab[side])))

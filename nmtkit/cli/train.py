@@ -11,8 +11,8 @@ from typing import Optional
 
 import click
 
-from nmtkit.cli.options import config_options
-from nmtkit.config import Option, read_yaml, resolve
+from nmtkit.cli.options import click_options, config_options
+from nmtkit.config import read_yaml, resolve
 from nmtkit.errors import NmtkitError
 from nmtkit.models import get_spec, model_names
 from nmtkit.models.registry import MODELS, ModelSpec, owners
@@ -84,7 +84,7 @@ class ArchCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         arch, self.explicit = chosen_arch(args)
         self.spec = get_spec(arch)
-        self.params = self.base_params + arch_params(self.spec.options)
+        self.params = self.base_params + click_options(self.spec.options)
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as e:
@@ -100,14 +100,6 @@ class ArchCommand(click.Command):
                 formatter.write_dl(records([p for p in self.params if p.name in own]))
         with formatter.section("Architectures (--arch NAME --help lists NAME's options)"):
             formatter.write_dl([(n, MODELS[n].description) for n in model_names()])
-
-
-def arch_params(options: list[Option]) -> list[click.Parameter]:
-    """The click options of an option list, as :func:`config_options` declares them."""
-    def callback(**kwargs):
-        return None
-
-    return list(click.command()(config_options(options)(callback)).params)
 
 
 @click.command("train", cls=ArchCommand, context_settings={"max_content_width": 110})

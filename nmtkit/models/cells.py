@@ -73,9 +73,12 @@ class Cell(nn.Module):
         """The initial state entries from s_0 ``[B, H]``."""
         return {"hidden": s0}
 
-    def context_gates(self, gi: torch.Tensor, contexts: Tensors) -> torch.Tensor:
+    def context_gates(self, contexts: Tensors, gi: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``gi`` plus the contexts' gate terms (their sum alone without ``gi``)."""
         for name, c in contexts.items():
-            gi = gi + self.contexts[name](c)
+            term = self.contexts[name](c)
+            gi = term if gi is None else gi + term
+        assert gi is not None, "a cell needs at least one context"
         return gi
 
     def recurrent(self, s: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -86,18 +89,24 @@ class Cell(nn.Module):
         return gh, query
 
     def step(self, gi: torch.Tensor, state: Tensors, attend: Attend) -> tuple[Tensors, Tensors, Tensors]:
-        """One step from the input gate terms ``gi [B, G]``: the new state entries, the contexts and the weights."""
+        """One step from the input gate terms ``gi [B, G]``: the new state entries, the contexts and the weights.
+
+        Here: attend from s_{j-1}, then :meth:`update` with the contexts in the gates (Eq. 8, 10)."""
+        s = state["hidden"]
+        gh, query = self.recurrent(s)
+        contexts, weights = attend(s, query)
+        return self.update(self.context_gates(contexts, gi), gh, state), contexts, weights
+
+    def update(self, gi: torch.Tensor, gh: torch.Tensor, state: Tensors) -> Tensors:
+        """The new state entries from the input and recurrent gate terms."""
         raise NotImplementedError
 
 
 class GRUCell(Cell):
     """s_j = GRU(s_{j-1}, [E y_{j-1}; c_j; ...]) with c_j attended from s_{j-1} (Eq. 8, 10)."""
 
-    def step(self, gi: torch.Tensor, state: Tensors, attend: Attend) -> tuple[Tensors, Tensors, Tensors]:
-        s = state["hidden"]
-        gh, query = self.recurrent(s)
-        contexts, weights = attend(s, query)
-        return {"hidden": gru_update(self.context_gates(gi, contexts), gh, s)}, contexts, weights
+    def update(self, gi: torch.Tensor, gh: torch.Tensor, state: Tensors) -> Tensors:
+        return {"hidden": gru_update(gi, gh, state["hidden"])}
 
 
 class LSTMCell(Cell):
@@ -109,12 +118,9 @@ class LSTMCell(Cell):
     def start(self, s0: torch.Tensor) -> Tensors:
         return {"hidden": s0, "cell": torch.zeros_like(s0)}
 
-    def step(self, gi: torch.Tensor, state: Tensors, attend: Attend) -> tuple[Tensors, Tensors, Tensors]:
-        s = state["hidden"]
-        gh, query = self.recurrent(s)
-        contexts, weights = attend(s, query)
-        h, c = lstm_update(self.context_gates(gi, contexts) + gh, state["cell"])
-        return {"hidden": h, "cell": c}, contexts, weights
+    def update(self, gi: torch.Tensor, gh: torch.Tensor, state: Tensors) -> Tensors:
+        h, c = lstm_update(gi + gh, state["cell"])
+        return {"hidden": h, "cell": c}
 
 
 class ConditionalGRU(Cell):
@@ -131,8 +137,7 @@ class ConditionalGRU(Cell):
         s = state["hidden"]
         s1 = gru_update(gi, self.hidden(s), s)
         contexts, weights = attend(s1, None)
-        gi2 = self.context_gates(torch.zeros_like(gi), contexts)
-        return {"hidden": gru_update(gi2, self.hidden2(s1), s1)}, contexts, weights
+        return {"hidden": gru_update(self.context_gates(contexts), self.hidden2(s1), s1)}, contexts, weights
 
 
 CELLS: dict[str, type[Cell]] = {"gru": GRUCell, "lstm": LSTMCell, "cgru": ConditionalGRU}
