@@ -7,9 +7,11 @@ command line as ``--key-name VALUE`` and vice versa.
 from __future__ import annotations
 
 import builtins
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
@@ -17,14 +19,120 @@ from nmtkit.errors import NmtkitError
 
 
 @dataclass(frozen=True)
+class Range:
+    """The numbers an option allows: ``low`` and ``high`` bounds (None: unbounded), each inclusive unless open.
+    NaN and infinities are never allowed."""
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, x: float) -> bool:
+        if not math.isfinite(x):
+            return False
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            return False
+        return self.high is None or (x < self.high if self.high_open else x <= self.high)
+
+    def short(self) -> str:
+        """The range in a few characters, for metavars: '>=1', '[0,1)'."""
+        return str(self).replace("in ", "").replace(" ", "")
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return "finite"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The strings an option allows: those matching ``regex`` in full; ``description`` says which, for messages."""
+
+    regex: str
+    description: str
+
+    def __contains__(self, x: str) -> bool:
+        return re.fullmatch(self.regex, x) is not None
+
+    def __str__(self) -> str:
+        return self.description
+
+
+Allowed = Union[Range, Pattern]
+
+
+def at_least(low: float) -> Range:
+    return Range(low=low)
+
+
+#: Ranges most options use.
+POSITIVE = at_least(1)  # sizes and counts of at least one
+COUNT = at_least(0)  # counts where 0 means none or no limit
+ANY = Range()  # any finite number
+PROBABILITY = Range(0, 1, high_open=True)  # dropout, smoothing: in [0, 1)
+ABOVE_ZERO = Range(0, low_open=True)  # learning rates
+BEAM = Range(1, 1000)  # beam sizes: a beam wider than this would run for hours
+DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")
+
+
+def expect(kind: builtins.type, allowed: Optional[Allowed] = None, choices: Optional[Sequence[str]] = None) -> str:
+    """What an option expects, for messages: 'an integer >= 1', 'a number in [0, 1)', 'one of a, b'."""
+    if choices:
+        return "one of " + ", ".join(map(str, choices))
+    if isinstance(allowed, Pattern):
+        return str(allowed)
+    noun = {int: "an integer", float: "a number", bool: "true or false"}.get(kind, f"a {kind.__name__}")
+    return f"{noun} {allowed}" if allowed is not None else noun
+
+
+def convert(value: Any, kind: builtins.type, allowed: Optional[Allowed] = None,
+            choices: Optional[Sequence[str]] = None) -> Any:
+    """``value`` as ``kind`` within ``allowed`` and ``choices``; ValueError if it is not."""
+    if kind is bool:
+        if isinstance(value, str):
+            if value.lower() not in ("true", "false", "yes", "no", "1", "0"):
+                raise ValueError(value)
+            return value.lower() in ("true", "yes", "1")
+        if not isinstance(value, (bool, int)) or value not in (0, 1):
+            raise ValueError(value)
+        return bool(value)
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    if kind in (int, float) and isinstance(value, bool):
+        raise ValueError(value)
+    out = kind(value)
+    if kind in (int, float) and allowed is None:
+        allowed = ANY
+    if allowed is not None and out not in allowed:
+        raise ValueError(value)
+    if choices and out not in choices:
+        raise ValueError(value)
+    return out
+
+
+@dataclass(frozen=True)
 class Option:
-    """One configuration key: name (snake_case), default, help text, and optional choices."""
+    """One configuration key: name (snake_case), default, help text, its ``choices`` or the values it ``allows``
+    (a :class:`Range`, required for numbers, or a :class:`Pattern`). A default of None means "not given"
+    (the help says what happens then); a value the user gives is never replaced by a default."""
 
     name: str
     default: Any
     help: str
     choices: Optional[Sequence[str]] = None
     type: Optional[builtins.type] = None  # defaults to the type of ``default``
+    allows: Optional[Allowed] = None
+
+    def __post_init__(self) -> None:
+        if self.default is None and self.type is None:
+            raise ValueError(f"option {self.name!r}: a default of None needs a type")
+        if self.kind in (int, float) and not isinstance(self.allows, Range):
+            raise ValueError(f"option {self.name!r}: numbers need a declared range")
 
     @property
     def kind(self) -> builtins.type:
@@ -34,28 +142,21 @@ class Option:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def expects(self) -> str:
+        return expect(self.kind, self.allows, self.choices)
+
     def coerce(self, value: Any, where: str) -> Any:
-        """Convert ``value`` to this option's type; raise naming ``where`` and the key if impossible."""
-        if value is None:
-            return None
-        kind = self.kind
+        """Convert ``value`` to this option's type and check its range; raise naming ``where`` and the key if
+        impossible."""
         try:
-            if kind is bool:
-                if isinstance(value, str):
-                    if value.lower() not in ("true", "false", "yes", "no", "1", "0"):
-                        raise ValueError(value)
-                    value = value.lower() in ("true", "yes", "1")
-                out = bool(value)
-            elif kind is int and isinstance(value, float) and not value.is_integer():
+            if value is None:
+                if self.default is None:
+                    return None
                 raise ValueError(value)
-            else:
-                out = kind(value)
-        except (TypeError, ValueError):
-            raise NmtkitError(f"{where}: '{self.name}' expects a {kind.__name__}, got {value!r}", exit_code=2) from None
-        if self.choices and out not in self.choices:
-            raise NmtkitError(f"{where}: '{self.name}' must be one of {', '.join(self.choices)}, got {out!r}",
-                              exit_code=2)
-        return out
+            return convert(value, self.kind, self.allows, self.choices)
+        except (TypeError, ValueError, OverflowError):
+            raise NmtkitError(f"{where}: '{self.name}' expects {self.expects}, got {value!r}", exit_code=2) from None
 
 
 def read_yaml(path: Path) -> dict:

@@ -13,6 +13,10 @@ def pick_device(name: str) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise NmtkitError(f"--device {name}: no CUDA device is available", exit_code=2)
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise NmtkitError(f"--device {name}: there are only {torch.cuda.device_count()} CUDA devices", exit_code=2)
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise NmtkitError(f"--device {name}: no MPS device is available", exit_code=2)
     return device
 
 

@@ -20,7 +20,7 @@ torch.set_num_threads(2)
 
 def run(args, input=None, ok=True):
     """Run the nmtkit CLI in-process; assert success (or failure with ``ok=False``)."""
-    result = CliRunner().invoke(main, [str(a) for a in args], input=input, catch_exceptions=False)
+    result = CliRunner().invoke(main, [str(a) for a in args], input=input, catch_exceptions=False, prog_name="nmtkit")
     if ok:
         assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     else:

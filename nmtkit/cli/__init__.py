@@ -15,6 +15,18 @@ def _terminate(signum, frame) -> None:
     raise Terminated()
 
 
+def usage_line(e: click.UsageError) -> str:
+    """A command-line error in one line naming the option, e.g. "--beam: expects an integer in [1, 1000], got '0'
+    (see 'nmtkit translate --help')"."""
+    if isinstance(e, click.BadParameter) and e.param is not None and not isinstance(e, click.MissingParameter):
+        name = max(e.param.opts, key=len) if e.param.opts else e.param.name
+        text = f"{name}: {e.message}"
+    else:
+        text = e.format_message()
+    where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+    return " ".join(text.split()) + where
+
+
 class Group(click.Group):
     """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, and SIGINT and
     SIGTERM into exceptions, so that every command removes its temporary files before it exits."""
@@ -26,6 +38,9 @@ class Group(click.Group):
             return super().invoke(ctx)
         except NmtkitError as e:
             click.echo(f"error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except click.UsageError as e:
+            click.echo(f"error: {usage_line(e)}", err=True)
             sys.exit(e.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import POSITIVE, PROBABILITY, Range
 from nmtkit.errors import NmtkitError
 
 
@@ -13,10 +15,10 @@ from nmtkit.errors import NmtkitError
               help="table file 'src<TAB>tgt<TAB>prob', written atomically [default: stdout]")
 @click.option("--links", "links_path", type=click.Path(dir_okay=False),
               help="count links 'i-j' from this Pharaoh-format file (eflomal, fast_align, GIZA++) instead of running EM")
-@click.option("--iterations", default=5, show_default=True, help="EM iterations")
-@click.option("--diagonal-tension", default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")
-@click.option("--null-prob", default=0.08, show_default=True, help="probability of aligning to NULL (fast_align's p0)")
-@click.option("--min-prob", default=0.01, show_default=True, help="leave out entries with t below this")
+@click.option("--iterations", type=Checked(int, POSITIVE), default=5, show_default=True, help="EM iterations")
+@click.option("--diagonal-tension", type=Checked(float, Range(0)), default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")
+@click.option("--null-prob", type=Checked(float, PROBABILITY), default=0.08, show_default=True, help="probability of aligning to NULL (fast_align's p0)")
+@click.option("--min-prob", type=Checked(float, Range(0, 1)), default=0.01, show_default=True, help="leave out entries with t below this")
 def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_tension, null_prob, min_prob):
     """Learn a lexical translation table for replace-unk.
 
@@ -33,8 +35,6 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
     from nmtkit.tools.aligner import count_links, index_corpus, table_entries, train_ibm2
     from nmtkit.tools.lexicon import write_table
 
-    if iterations < 1 or not 0 <= null_prob < 1 or diagonal_tension < 0:
-        raise NmtkitError("--iterations must be >= 1, --null-prob in [0, 1) and --diagonal-tension >= 0", exit_code=2)
     lines = check_parallel(src_path, tgt_path)
     pairs = ((s.split(), t.split()) for s, t in zip(iter_lines(src_path), iter_lines(tgt_path)))
     if links_path:

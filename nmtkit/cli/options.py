@@ -1,11 +1,38 @@
-"""click options generated from :class:`nmtkit.config.Option` lists."""
+"""click options with declared types and ranges, checked while the command line is parsed.
+
+The check is :func:`nmtkit.config.convert`, the same one that checks YAML keys, so a value is refused
+with the same words wherever it comes from, before any work starts.
+"""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import click
 
-from nmtkit.config import Option
+from nmtkit.config import Allowed, Option, Range, convert, expect
+
+
+class Checked(click.ParamType):
+    """A number within a :class:`~nmtkit.config.Range`, or a string matching a :class:`~nmtkit.config.Pattern`."""
+
+    def __init__(self, kind: type, allows: Optional[Allowed] = None):
+        self.kind, self.allows = kind, allows
+        self.name = {int: "integer", float: "float"}.get(kind, "text")
+
+    def get_metavar(self, param: click.Parameter, ctx: Optional[click.Context] = None) -> str:
+        suffix = self.allows.short() if isinstance(self.allows, Range) else ""
+        return self.name.upper() + suffix
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        try:
+            return convert(value, self.kind, self.allows)
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"expects {expect(self.kind, self.allows)}, got {value!r}", param, ctx)
+
+
+def click_type(o: Option) -> click.ParamType:
+    """The click type of an option: its choices, or its kind checked against what it allows."""
+    return click.Choice(list(o.choices)) if o.choices else Checked(o.kind, o.allows)
 
 
 def click_options(options: Sequence[Option]) -> list[click.Option]:
@@ -16,8 +43,7 @@ def click_options(options: Sequence[Option]) -> list[click.Option]:
         if o.kind is bool:
             made.append(click.Option([f"{o.flag}/--no-{o.flag[2:]}", o.name], default=None, help=o.help + default))
         else:
-            kind = click.Choice(list(o.choices)) if o.choices else o.kind
-            made.append(click.Option([o.flag, o.name], type=kind, default=None, help=o.help + default))
+            made.append(click.Option([o.flag, o.name], type=click_type(o), default=None, help=o.help + default))
     return made
 
 

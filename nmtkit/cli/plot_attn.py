@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import COUNT
+
 
 @click.command("plot-attn")
 @click.argument("attention_path", metavar="ATTN.h5", type=click.Path(dir_okay=False))
-@click.option("--index", required=True, type=int, help="the sentence: its input line number - 1")
+@click.option("--index", required=True, type=Checked(int, COUNT), help="the sentence: its input line number - 1")
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
               help="the figure: FILE.png, .pdf or .svg (written atomically)")
 @click.option("--kind", type=click.Choice(["source", "target", "encoders"]), default="source", show_default=True,
               help="source attention, target (decoder self-) attention, or the weights over encoders")
-@click.option("--word", type=int, help="with --kind target: draw the weights of the previous words when "
+@click.option("--word", type=Checked(int, COUNT), help="with --kind target: draw the weights of the previous words when "
                                        "generating output word K (0-based)")
 @click.option("--font", type=click.Path(dir_okay=False), help="a font file for the labels (e.g. a CJK font)")
 def command(attention_path, index, out, kind, word, font):

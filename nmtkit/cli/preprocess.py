@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import COUNT, POSITIVE
 from nmtkit.data.preprocess import VocabSpec, preprocess
 
 
@@ -20,9 +22,9 @@ from nmtkit.data.preprocess import VocabSpec, preprocess
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
 @click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
 @click.option("--tgt-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
-@click.option("--max-len", default=50, show_default=True,
+@click.option("--max-len", type=Checked(int, COUNT), default=50, show_default=True,
               help="drop training pairs with more tokens than this on either side (0: keep all)")
-@click.option("--shard-size", default=100_000, show_default=True, help="sentence pairs per HDF5 shard")
+@click.option("--shard-size", type=Checked(int, POSITIVE), default=100_000, show_default=True, help="sentence pairs per HDF5 shard")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
 @click.option("--overwrite", is_flag=True, help="replace an existing corpus folder")
 def command(train, valid, test, src, tgt, vocab, joint, src_vocab, tgt_vocab, max_len, shard_size, out, overwrite):

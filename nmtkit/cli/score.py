@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import POSITIVE
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.text import METRICS
 
@@ -18,7 +20,7 @@ from nmtkit.metrics.text import METRICS
 @click.option("--lowercase", is_flag=True, help="case-insensitive scoring")
 @click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), help="with --metric ppl: checkpoint")
 @click.option("--src", "src_path", type=click.Path(dir_okay=False), help="with --metric ppl: source file")
-@click.option("--batch-size", default=64, show_default=True, help="with --metric ppl: sentences per batch")
+@click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
 @click.option("--score-only", is_flag=True, help="print the number only")
 def command(metric, refs, hyp_path, tokenize, lowercase, model_path, src_path, batch_size, score_only):
     """Score translations against references, or a model's perplexity on a test set.

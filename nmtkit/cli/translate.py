@@ -6,6 +6,8 @@ import time
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import BEAM, COUNT, DEVICE, POSITIVE, Range
 from nmtkit.errors import NmtkitError
 
 
@@ -14,20 +16,20 @@ from nmtkit.errors import NmtkitError
 @click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False), help="input file [default: stdin]")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
               help="output file, written atomically [default: stdout]")
-@click.option("-b", "--beam", "beam", default=5, show_default=True, help="beam size")
+@click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size")
 @click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)")
-@click.option("--n-best", default=1, show_default=True, help="write the K best: 'LINE ||| TEXT ||| SCORE' lines")
-@click.option("--length-penalty", default=1.0, show_default=True,
+@click.option("--n-best", type=Checked(int, BEAM), default=1, show_default=True, help="write the K best: 'LINE ||| TEXT ||| SCORE' lines")
+@click.option("--length-penalty", type=Checked(float, Range(0)), default=1.0, show_default=True,
               help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)")
-@click.option("--max-len-a", default=1.5, show_default=True, help="output length limit a·|x| + b: a")
-@click.option("--max-len-b", default=10, show_default=True, help="output length limit a·|x| + b: b")
-@click.option("--batch-size", default=32, show_default=True, help="sentences per batch (sorted by length)")
-@click.option("--max-input-len", default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
+@click.option("--max-len-a", type=Checked(float, Range(0)), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", type=Checked(int, COUNT), default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True, help="sentences per batch (sorted by length)")
+@click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
 @click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file")
-@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
-@click.option("--threads", default=0, help="CPU threads (0: PyTorch's default)")
+@click.option("--threads", type=Checked(int, COUNT), default=0, help="CPU threads (0: PyTorch's default)")
 @click.option("--flush", is_flag=True, help="translate and write each line as soon as it arrives, to serve a pipe as "
                                             "a co-process [default when stdin is a terminal]")
 def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,
@@ -48,10 +50,10 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     from nmtkit.search.precision import for_inference
     from nmtkit.search.translator import SearchOptions, Translator
 
-    if beam < 1 or n_best < 1 or n_best > max(beam, 1) or batch_size < 1:
-        raise NmtkitError("--beam and --batch-size must be >= 1 and --n-best between 1 and --beam", exit_code=2)
     if greedy:
         beam = 1
+    if n_best > beam:
+        raise NmtkitError(f"--n-best: expects at most the beam size ({beam}), got {n_best}", exit_code=2)
     if threads > 0:
         torch.set_num_threads(threads)
     dev = pick_device(device)

@@ -16,7 +16,7 @@ from typing import Mapping
 import torch
 from torch import nn
 
-from nmtkit.config import Option
+from nmtkit.config import POSITIVE, Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
@@ -29,14 +29,15 @@ from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
-    Option("layers", 2, "LSTM layers of the encoder and of the decoder (luong)"),
+    Option("layers", 2, "LSTM layers of the encoder and of the decoder (luong)", allows=POSITIVE),
     Option("encoder_type", "brnn", "luong encoder: rnn (unidirectional, as in the paper) or brnn (bidirectional)",
            choices=("rnn", "brnn")),
     Option("attention", "global", "luong attention: global, local-m or local-p", choices=KINDS),
     Option("global_attention", "general", "luong score function (Eq. 7-8): dot, general, concat or location",
            choices=SCORES),
-    Option("attention_window", 10, "local attention half-width D; sigma = D/2 (luong)"),
-    Option("location_max_len", 100, "source positions covered by location-based attention (luong)"),
+    Option("attention_window", 10, "local attention half-width D; sigma = D/2 (luong)", allows=POSITIVE),
+    Option("location_max_len", 100, "source positions covered by location-based attention (luong)",
+           allows=POSITIVE),
     Option("input_feed", True, "feed the attentional vector h~_{t-1} into the next decoder input (luong)"),
 ]
 

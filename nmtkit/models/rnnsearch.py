@@ -18,7 +18,7 @@ from typing import Mapping
 import torch
 from torch import nn
 
-from nmtkit.config import Option
+from nmtkit.config import COUNT, Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
@@ -31,8 +31,8 @@ from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
-    Option("att_size", 0, "attention MLP hidden size (0: the decoder size)"),
-    Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)"),
+    Option("att_size", 0, "attention MLP hidden size (0: the decoder size)", allows=COUNT),
+    Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)", allows=COUNT),
     Option("decoder_cell", "gru", "decoder cell: gru (the papers' NMT models), lstm, or cgru (conditional GRU: "
                                   "attention between two GRU transitions)", choices=tuple(CELLS)),
 ]

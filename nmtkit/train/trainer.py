@@ -42,7 +42,7 @@ class Trainer:
     def __init__(self, config: dict, dist: Optional[DistInfo] = None, resume: bool = False,
                  init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False,
                  freeze_embeddings: bool = False):
-        config = dict(config, lr=config["lr"] or DEFAULT_LR[config["optimizer"]])
+        config = dict(config, lr=DEFAULT_LR[config["optimizer"]] if config["lr"] is None else config["lr"])
         self.config = config
         self.dist = dist or DistInfo()
         self.device = pick_device(config["device"])

@@ -48,7 +48,7 @@ def test_errors(tmp_path):
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"], ok=False)
     assert "l has 2 lines but" in r.stderr
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--null-prob", 1], ok=False)
-    assert "--null-prob in [0, 1)" in r.stderr and r.exit_code == 2
+    assert "--null-prob: expects a number in [0, 1), got '1'" in r.stderr and r.exit_code == 2
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "t"], input="x\n", ok=False)
     assert "not an nmtkit attention file" in r.stderr
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "missing.h5"], ok=False)

@@ -62,7 +62,7 @@ def test_option_errors(corpus_dir, tmp_path):
     r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
     assert "bad.yaml: unknown key(s) learning_rate" in r.stderr and r.exit_code == 2
     r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
-    assert "'fast' is not a valid float" in r.stderr
+    assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
     assert "--data: a corpus folder is required" in r.stderr
     r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)

@@ -1,7 +1,7 @@
 """The registry: each architecture with its own options, builders given the corpus streams and vocabularies."""
 import pytest
 
-from nmtkit.config import Option
+from nmtkit.config import POSITIVE, Option
 from nmtkit.data.streams import FEATURES, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model, get_spec, model_names, register_model
@@ -13,7 +13,7 @@ def toy():
     """A registered architecture with its own ``layers`` (default 6) that records what its builder got."""
     seen = {}
 
-    @register_model("toy-layers", [Option("layers", 6, "toy layers")], "a test architecture")
+    @register_model("toy-layers", [Option("layers", 6, "toy layers", allows=POSITIVE)], "a test architecture")
     def build(config, meta, vocabs):
         seen.update(config=config, meta=meta, vocabs=vocabs)
         return "built"
@@ -54,5 +54,5 @@ def test_registering_a_name_or_an_option_twice_fails():
     with pytest.raises(ValueError):
         register_model("rnnsearch")(lambda c, m, v: None)
     with pytest.raises(ValueError):
-        register_model("twice", [Option("a", 1, ""), Option("a", 2, "")])(lambda c, m, v: None)
+        register_model("twice", [Option("a", 1, "", allows=POSITIVE), Option("a", 2, "", allows=POSITIVE)])(lambda c, m, v: None)
     assert "twice" not in model_names()
