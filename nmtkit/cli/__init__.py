@@ -66,9 +66,21 @@ def main() -> None:
 
 
 def _register() -> None:
-    from nmtkit.cli import align, bucket_bleu, demo_corpus, plot_attn, preprocess, replace_unk, score, train, translate
+    from nmtkit.cli import (
+        align,
+        bucket_bleu,
+        check_corpus,
+        demo_corpus,
+        plot_attn,
+        preprocess,
+        replace_unk,
+        score,
+        train,
+        translate,
+    )
 
-    for module in (preprocess, train, translate, score, replace_unk, bucket_bleu, plot_attn, align, demo_corpus):
+    for module in (preprocess, check_corpus, train, translate, score, replace_unk, bucket_bleu, plot_attn, align,
+                   demo_corpus):
         main.add_command(module.command)
 
 

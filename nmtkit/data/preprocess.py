@@ -10,14 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
-from nmtkit.data.shards import FORMAT_VERSION, MANIFEST, ShardWriter
+from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
+from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.text import PathLike, check_parallel, decode_line, iter_lines, strip_newline
 from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
 from nmtkit.errors import NmtkitError
-from nmtkit.progress import log, progress
+from nmtkit.progress import log, progress, warn
 
 VOCAB_KINDS = ("spm", "spm-unigram", "spm-bpe", "word")
+FAR_SMALLER = 0.9  # warn when a built vocabulary has fewer entries than this fraction of the size asked
 
 
 @dataclass
@@ -76,6 +78,10 @@ def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]
             vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type)
         else:
             vocab = WordVocab.build(itertools.chain.from_iterable(iter_lines(f) for f in files), spec.size)
+        if len(vocab) < FAR_SMALLER * spec.size:
+            warn(f"the vocabulary of {', '.join(group)} has {len(vocab):,} entries, far fewer than the "
+                f"{spec.size:,} asked by --vocab {spec.kind}:{spec.size} (the training text has too few distinct "
+                f"{'words' if spec.kind == 'word' else 'pieces'})")
         vocabs.update({name: vocab for name in group})
     return vocabs
 
@@ -167,6 +173,7 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
                 info["reference"] = raw.pop(TARGET)
                 info["inputs"] = raw
             manifest["splits"][name] = info
+        manifest["files"] = {f.name: file_record(f) for f in sorted(tmp.iterdir())}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out) if out.is_dir() else out.unlink()

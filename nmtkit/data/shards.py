@@ -7,13 +7,11 @@ a feature stream as a ``features`` dataset ``[rows, D]`` (float16 or float32), e
 ``offsets`` dataset of length n+1, so example i of a stream is ``data[offsets[i]:offsets[i+1]]``.
 The group's ``kind`` attribute says which (shards written before it existed hold tokens).
 
-The manifest (format 2) lists the streams with their kind, language, vocabulary file and
-size (:class:`~nmtkit.data.streams.CorpusMeta`); format 1 manifests (``src``/``tgt`` only) are read
-as such a list.
+The manifest (:mod:`nmtkit.data.manifest`) lists the streams, the shards of each split with their
+example and row counts, and the size and checksum of every file.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -21,14 +19,11 @@ from typing import Optional, Sequence, Union
 import h5py
 import numpy as np
 
+from nmtkit.data.manifest import read_manifest
 from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
-
-MANIFEST = "manifest.json"
-FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
 
 
 class ShardWriter:
@@ -67,7 +62,8 @@ class ShardWriter:
                 empty = np.zeros((0,) + seqs[0].shape[1:], seqs[0].dtype)
                 g.create_dataset(kind, data=np.concatenate(seqs) if offsets[-1] else empty)
                 g.create_dataset("offsets", data=offsets)
-        self.shards.append({"file": name, "sentences": n})
+        self.shards.append({"file": name, "sentences": n,
+                            "rows": {s: int(sum(len(x) for x in self._buf[s])) for s in self.streams}})
         self._reset()
 
     def close(self) -> list[dict]:
@@ -110,16 +106,6 @@ class Shard:
         return tokens[offsets[i]:offsets[i + 1]]
 
 
-def upgrade_manifest(manifest: dict) -> dict:
-    """A format 1 manifest (``src``/``tgt`` text only) in format 2's terms: a ``streams`` table."""
-    if manifest.get("format") != 1:
-        return manifest
-    vocab = manifest["vocab"]
-    streams = {side: {"kind": TOKENS, "lang": manifest[f"{side}_lang"], "vocab": vocab[side],
-                      "size": vocab[f"{side}_size"]} for side in ("src", TARGET)}
-    return {**manifest, "format": 2, "streams": streams}
-
-
 @dataclass
 class Corpus:
     """A preprocessed corpus folder: manifest, the vocabulary of every text stream, shards."""
@@ -130,17 +116,10 @@ class Corpus:
 
     @classmethod
     def open(cls, folder: PathLike) -> "Corpus":
+        """Read the manifest (structure checked) and the vocabularies; :func:`nmtkit.data.verify.verify_corpus`
+        checks the rest."""
         folder = Path(folder)
-        mpath = folder / MANIFEST
-        if not mpath.is_file():
-            raise NmtkitError(f"{folder}: not a corpus folder (no {MANIFEST}); run 'nmtkit preprocess' first")
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise NmtkitError(f"{mpath}: invalid JSON ({e})") from None
-        if manifest.get("format") not in READABLE_FORMATS:
-            raise NmtkitError(f"{mpath}: unsupported corpus format {manifest.get('format')!r}")
-        manifest = upgrade_manifest(manifest)
+        manifest = read_manifest(folder)
         vocabs = {name: load_vocab(folder / s["vocab"]) for name, s in manifest["streams"].items() if s.get("vocab")}
         return cls(folder, manifest, vocabs)
 

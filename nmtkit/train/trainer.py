@@ -17,6 +17,7 @@ from nmtkit.checkpoint import first_mismatch, load_checkpoint, save_checkpoint
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import remove_stale_temp_files
+from nmtkit.data.verify import verify_corpus
 from nmtkit.device import is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
@@ -53,6 +54,11 @@ class Trainer:
             torch.set_num_threads(config["threads"])
         self.save_dir = Path(config["save_dir"])
         self.corpus = Corpus.open(config["data"])
+        checked = verify_corpus(self.corpus)
+        if self.dist.is_main:
+            log(f"corpus {self.corpus.folder}: {checked.files} files"
+                + (", sizes and checksums verified" if checked.checksums else " (no checksums recorded)")
+                + f"; {', '.join(f'{n:,} {split}' for split, n in checked.examples.items())} examples")
         torch.manual_seed(config["seed"])
         self.model = build_model(config, self.corpus.meta, self.corpus.vocabs).to(self.device)
         if freeze_embeddings:
