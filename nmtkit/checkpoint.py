@@ -6,6 +6,7 @@ from the file. Format 1 files (nmtkit 0.1.0) are read through :func:`upgrade`.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ import torch
 
 from nmtkit import __version__
 from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta, StreamInfo
-from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.data.vocab import Vocab, vocab_from_state
 from nmtkit.errors import NmtkitError
 
@@ -62,15 +63,14 @@ def upgrade(ckpt: dict) -> dict:
 
 
 def save_checkpoint(path: PathLike, payload: dict) -> None:
-    """Atomically write ``payload`` (plus format and version stamps) to ``path``."""
-    tmp = temp_file_beside(Path(path))
-    try:
-        torch.save({"format": FORMAT_VERSION, "nmtkit_version": __version__, **payload}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Atomically and durably write ``payload`` (plus format and version stamps) to ``path``: the previous file
+    stays until the new one is complete on disk; a full disk is one line naming ``path``."""
+    buffer = io.BytesIO()  # serialised first, so that a failed write has the OS's errno, not torch's "unexpected pos"
+    torch.save({"format": FORMAT_VERSION, "nmtkit_version": __version__, **payload}, buffer)
+    with atomic_output(path, "wb") as f:
+        f.write(buffer.getbuffer())
+        f.flush()
+        os.fsync(f.fileno())
 
 
 #: what a checkpoint must hold to be decoded with (``load_checkpoint(path, FOR_DECODING)``)

@@ -1,4 +1,10 @@
-"""The exception types that the CLI turns into a one-line message and an exit code."""
+"""The exception types that the CLI turns into a one-line message and an exit code, and the recognition of a
+full disk among the errors of writing files."""
+from __future__ import annotations
+
+import errno
+from contextlib import contextmanager
+from typing import Iterator
 
 
 class NmtkitError(Exception):
@@ -15,3 +21,33 @@ class NmtkitError(Exception):
 
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that clean-ups run (temporary files removed) before exit 143."""
+
+
+#: errno values of a full disk: no space, or the user's quota used up
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """Whether an exception reports a full disk: an OSError's errno, or the text HDF5 and torch put in theirs."""
+    if isinstance(e, OSError) and e.errno in DISK_FULL:
+        return True
+    text = str(e)
+    return any(s in text for s in ("No space left on device", "Disk quota exceeded", "errno = 28"))
+
+
+class DiskFull(NmtkitError):
+    """No space left on the device while writing ``name``."""
+
+    def __init__(self, name: object):
+        super().__init__(f"no space left on device while writing {name}")
+
+
+@contextmanager
+def writing(name: object) -> Iterator[None]:
+    """Within the block, a full disk becomes one line: "no space left on device while writing NAME"."""
+    try:
+        yield
+    except (OSError, RuntimeError) as e:
+        if is_disk_full(e):
+            raise DiskFull(name) from None
+        raise

@@ -1,6 +1,7 @@
 """The ``nmtkit`` command: one thin module per subcommand."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -8,7 +9,7 @@ import threading
 import click
 
 from nmtkit import __version__
-from nmtkit.errors import NmtkitError, Terminated
+from nmtkit.errors import NmtkitError, Terminated, is_disk_full, writing
 
 
 def _terminate(signum, frame) -> None:
@@ -27,18 +28,45 @@ def usage_line(e: click.UsageError) -> str:
     return " ".join(text.split()) + where
 
 
+def _let_go_of_stdout() -> None:
+    """After a failure, point stdout at /dev/null if it cannot take what is buffered (a full disk, a closed pipe),
+    so that the interpreter's own flush at exit does not fail a second time."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+
+
 class Group(click.Group):
-    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, and SIGINT and
-    SIGTERM into exceptions, so that every command removes its temporary files before it exits."""
+    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, a full disk into
+    one such line, and SIGINT and SIGTERM into exceptions, so that every command removes its temporary files
+    before it exits."""
 
     def invoke(self, ctx: click.Context):
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            with writing("<stdout>"):
+                sys.stdout.flush()
+            return result
         except NmtkitError as e:
+            _let_go_of_stdout()
             click.echo(f"error: {e}", err=True)
             sys.exit(e.exit_code)
+        except BrokenPipeError:
+            _let_go_of_stdout()
+            sys.exit(141)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            _let_go_of_stdout()
+            # files are written within errors.writing(FILE), which names them; what is left is stdout (click.echo)
+            click.echo(f"error: no space left on device while writing {e.filename or '<stdout>'}", err=True)
+            sys.exit(1)
         except click.UsageError as e:
             click.echo(f"error: {usage_line(e)}", err=True)
             sys.exit(e.exit_code)
@@ -48,8 +76,6 @@ class Group(click.Group):
         except Terminated:
             click.echo("terminated", err=True)
             sys.exit(143)
-        except BrokenPipeError:
-            sys.exit(141)
         finally:
             if main_thread:
                 signal.signal(signal.SIGTERM, previous)

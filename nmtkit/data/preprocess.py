@@ -15,7 +15,7 @@ from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.text import PathLike, check_parallel, decode_line, iter_lines, strip_newline
 from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import DiskFull, NmtkitError, writing
 from nmtkit.progress import log, progress, warn
 
 VOCAB_KINDS = ("spm", "spm-unigram", "spm-bpe", "word")
@@ -152,29 +152,11 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
     try:
-        vocabs = build_vocabs(vocab, files["train"])
-        streams: dict[str, dict] = {}
-        for stream, v in vocabs.items():
-            streams[stream] = {"kind": TOKENS, "lang": suffixes[stream], "vocab": vocab_filename(v, stream),
-                               "size": len(v), "vocab_kind": v.kind}
-            v.save(tmp / streams[stream]["vocab"])
-        manifest: dict = {
-            "format": FORMAT_VERSION, "streams": streams,
-            "options": {"max_len": max_len, "shard_size": shard_size,
-                        "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file)},
-            "splits": {},
-        }
-        for name, paths in files.items():
-            info = _encode_split(name, paths, counts[name], vocabs, tmp, max_len, shard_size)
-            if name != "train":  # held-out text kept raw: the reference for BLEU, the inputs to translate
-                raw = {stream: f"{name}.{suffixes[stream]}" for stream in paths}
-                for stream, file in raw.items():
-                    shutil.copyfile(paths[stream], tmp / file)
-                info["reference"] = raw.pop(TARGET)
-                info["inputs"] = raw
-            manifest["splits"][name] = info
-        manifest["files"] = {f.name: file_record(f) for f in sorted(tmp.iterdir())}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            with writing(out):
+                _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size)
+        except DiskFull:  # named after the folder, not the temporary one holding the file that did not fit
+            raise DiskFull(f"the corpus folder {out}") from None
         if out.exists():
             shutil.rmtree(out) if out.is_dir() else out.unlink()
         os.replace(tmp, out)
@@ -182,3 +164,31 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Mapping[str, int],
+                  suffixes: Mapping[str, str], vocab: VocabSpec, max_len: Optional[int], shard_size: int) -> None:
+    """Vocabularies, shards, held-out text and the manifest, into the folder ``tmp``."""
+    vocabs = build_vocabs(vocab, files["train"])
+    streams: dict[str, dict] = {}
+    for stream, v in vocabs.items():
+        streams[stream] = {"kind": TOKENS, "lang": suffixes[stream], "vocab": vocab_filename(v, stream),
+                           "size": len(v), "vocab_kind": v.kind}
+        v.save(tmp / streams[stream]["vocab"])
+    manifest: dict = {
+        "format": FORMAT_VERSION, "streams": streams,
+        "options": {"max_len": max_len, "shard_size": shard_size,
+                    "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file)},
+        "splits": {},
+    }
+    for name, paths in files.items():
+        info = _encode_split(name, paths, counts[name], vocabs, tmp, max_len, shard_size)
+        if name != "train":  # held-out text kept raw: the reference for BLEU, the inputs to translate
+            raw = {stream: f"{name}.{suffixes[stream]}" for stream in paths}
+            for stream, file in raw.items():
+                shutil.copyfile(paths[stream], tmp / file)
+            info["reference"] = raw.pop(TARGET)
+            info["inputs"] = raw
+        manifest["splits"][name] = info
+    manifest["files"] = {f.name: file_record(f) for f in sorted(tmp.iterdir())}
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

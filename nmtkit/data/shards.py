@@ -12,6 +12,7 @@ example and row counts, and the size and checksum of every file.
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -21,7 +22,7 @@ import numpy as np
 
 from nmtkit.data.manifest import read_manifest
 from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
-from nmtkit.data.text import PathLike
+from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
 
@@ -51,7 +52,8 @@ class ShardWriter:
         if n == 0:
             return
         name = f"{self.split}.{len(self.shards):03d}.h5"
-        with h5py.File(self.folder / name, "w") as f:
+        image = io.BytesIO()  # HDF5 writes to memory: on a full disk it would crash the process, Python only fails
+        with h5py.File(image, "w") as f:
             for s in self.streams:
                 seqs = self._buf[s]
                 offsets = np.zeros(n + 1, dtype=np.int64)
@@ -62,6 +64,8 @@ class ShardWriter:
                 empty = np.zeros((0,) + seqs[0].shape[1:], seqs[0].dtype)
                 g.create_dataset(kind, data=np.concatenate(seqs) if offsets[-1] else empty)
                 g.create_dataset("offsets", data=offsets)
+        with atomic_output(self.folder / name, "wb") as out:
+            out.write(image.getbuffer())
         self.shards.append({"file": name, "sentences": n,
                             "rows": {s: int(sum(len(x) for x in self._buf[s])) for s in self.streams}})
         self._reset()

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import codecs
 import os
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Union
 
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import NmtkitError, writing
 
 PathLike = Union[str, os.PathLike]
 
@@ -111,26 +112,31 @@ def remove_stale_temp_files(path: Path) -> int:
 def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` and rename it to ``path`` only on success.
 
-    A failure or a kill never leaves a partial file under the final name.
+    A failure or a kill never leaves a partial file under the final name; a full disk is one line naming ``path``.
     """
     path = Path(path)
     tmp = temp_file_beside(path)
     kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
-        with open(tmp, mode, **kwargs) as f:
-            yield f
-        os.replace(tmp, path)
+        with writing(path):
+            with open(tmp, mode, **kwargs) as f:
+                yield f
+            os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
 
 
+@contextmanager
+def _stdout() -> Iterator[IO]:
+    with writing("<stdout>"):
+        yield sys.stdout
+        sys.stdout.flush()
+
+
 def open_output(path: Optional[PathLike]):
     """Context manager yielding a text stream: stdout for None or '-', else an atomic file."""
-    import sys
-    from contextlib import nullcontext
-
     if path is None or str(path) == "-":
-        return nullcontext(sys.stdout)
+        return _stdout()
     return atomic_output(path)

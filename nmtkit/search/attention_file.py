@@ -12,17 +12,20 @@ dataset per attention kind under ``attention/``, one row per output token:
 Any dataset may carry ``labels``, which readers return under ``labels``. The file's
 attributes give the number of sentences and the model that wrote it. Empty input lines get
 an empty group, so indices always equal line numbers - 1.
+
+The file is assembled in memory and written when complete (HDF5 crashes the process when the
+disk fills under it): count a few kilobytes per sentence.
 """
 from __future__ import annotations
 
-import os
+import io
 from pathlib import Path
 from typing import Optional, Sequence
 
 import h5py
 import numpy as np
 
-from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.errors import NmtkitError
 
 STR = h5py.string_dtype("utf-8")
@@ -33,16 +36,16 @@ class AttentionWriter:
 
     def __init__(self, path: PathLike, **attrs):
         self.path = Path(path)
-        self.tmp = temp_file_beside(self.path)
-        self.file = h5py.File(self.tmp, "w")
+        self.image = io.BytesIO()  # HDF5 writes to memory: on a full disk it would crash the process
+        self.file = h5py.File(self.image, "w")
         self.group = self.file.create_group("sentences")
-        self.count = 0
         for k, v in attrs.items():
             self.file.attrs[k] = v
+        self.count = 0
 
     def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
             attention: dict[str, np.ndarray], labels: Optional[dict[str, Sequence[str]]] = None) -> None:
-        """Write sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
+        """Add sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
         g = self.group.create_group(str(index))
         g.create_dataset("src_tokens", data=np.array(list(src_tokens), dtype=object), dtype=STR)
         g.create_dataset("tgt_tokens", data=np.array(list(tgt_tokens), dtype=object), dtype=STR)
@@ -54,14 +57,15 @@ class AttentionWriter:
         self.count = max(self.count, index + 1)
 
     def close(self) -> None:
+        """Write the file (atomically: a failure leaves nothing under its name)."""
         self.file.attrs["sentences"] = self.count
         self.file.close()
-        os.replace(self.tmp, self.path)
+        with atomic_output(self.path, "wb") as out:
+            out.write(self.image.getbuffer())
 
     def abort(self) -> None:
+        """Give up: nothing is written."""
         self.file.close()
-        if os.path.exists(self.tmp):
-            os.unlink(self.tmp)
 
 
 class AttentionFile:

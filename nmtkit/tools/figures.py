@@ -9,11 +9,10 @@ If the labels need CJK and no such font exists, it says so once (on Debian/Ubunt
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable, Optional
 
-from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import warn
 
@@ -92,13 +91,9 @@ def figure_format(path: PathLike, option: str) -> str:
 
 def save_figure(fig, path: PathLike, option: str = "-o") -> None:
     """Write ``fig`` to ``path`` in the format its suffix names, atomically; then close it."""
-    path = Path(path)
     fmt = figure_format(path, option)
-    tmp = temp_file_beside(path)
     try:
-        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
-        os.replace(tmp, path)
+        with atomic_output(path, "wb") as f:
+            fig.savefig(f, format=fmt, dpi=150, bbox_inches="tight")
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         pyplot().close(fig)

@@ -16,10 +16,10 @@ from torch import nn
 from nmtkit.checkpoint import first_mismatch, load_checkpoint, save_checkpoint
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
-from nmtkit.data.text import remove_stale_temp_files
+from nmtkit.data.text import atomic_output, remove_stale_temp_files
 from nmtkit.data.verify import verify_corpus
 from nmtkit.device import is_out_of_memory, pick_device
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import NmtkitError, writing
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
@@ -174,7 +174,8 @@ class Trainer:
         c, p = self.config, self.progress
         if self.dist.is_main:
             self.save_dir.mkdir(parents=True, exist_ok=True)
-            (self.save_dir / "config.yaml").write_text(yaml.safe_dump(c, sort_keys=False), encoding="utf-8")
+            with atomic_output(self.save_dir / "config.yaml") as f:
+                f.write(yaml.safe_dump(c, sort_keys=False))
             n_params = sum(x.numel() for x in self.model.parameters())
             log(f"{c['arch']}: {n_params:,} parameters on {self.device}"
                 + (f", {self.dist.world_size} processes" if self.dist.enabled else ""))
@@ -256,7 +257,7 @@ class Trainer:
                 f"{speed:,.0f} tok/s | lr {self.schedule.lr:.3g}")
 
     def _append_log(self, record: dict) -> None:
-        with open(self.log_path, "a", encoding="utf-8") as f:
+        with writing(self.log_path), open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
 
     # -- validation and checkpoints ---------------------------------------------------
