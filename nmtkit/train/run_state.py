@@ -19,6 +19,9 @@ class Progress:
     wall: float = 0.0  # everything, validation included
     tokens: int = 0
     oom_skipped: int = 0
+    window_loss: float = 0.0  # summed over the updates since the last log line
+    window_tokens: int = 0
+    window_time: float = 0.0
 
     def state(self) -> dict:
         return asdict(self)

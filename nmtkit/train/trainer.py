@@ -3,7 +3,6 @@ at their times. The parts live beside it: :mod:`~nmtkit.train.validation`, :mod:
 :mod:`~nmtkit.train.run_state`, :mod:`~nmtkit.train.warm_start`."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -19,13 +18,14 @@ from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
 from nmtkit.data.verify import verify_corpus
 from nmtkit.device import is_out_of_memory, pick_device
-from nmtkit.errors import NmtkitError, writing
+from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.optim import DEFAULT_LR, load_optimizer_by_name, make_optimizer, set_lr
+from nmtkit.train.run_log import RunLog
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
 from nmtkit.train.validation import EarlyStopping, validate
@@ -84,7 +84,8 @@ class Trainer:
                                        self.dist.world_size, config["max_len"])
         self.amp_dtype = (torch.float16 if self.device.type == "cuda" else torch.bfloat16) if config["amp"] else None
         self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
-        self.log_path = self.save_dir / "train.jsonl"
+        self.run_log = RunLog(self.save_dir / "train.jsonl")
+        self.resumed = resume
 
     # -- starting points ------------------------------------------------------------
     def _resume(self) -> None:
@@ -176,12 +177,14 @@ class Trainer:
             self.save_dir.mkdir(parents=True, exist_ok=True)
             with atomic_output(self.save_dir / "config.yaml") as f:
                 f.write(yaml.safe_dump(c, sort_keys=False))
+            said = self.run_log.start(p.step if self.resumed else None)
+            if said:
+                log(said)
             n_params = sum(x.numel() for x in self.model.parameters())
             log(f"{c['arch']}: {n_params:,} parameters on {self.device}"
                 + (f", {self.dist.world_size} processes" if self.dist.enabled else ""))
         self.model.train()
         budget = c["max_time"] * 60 if c["max_time"] > 0 else math.inf
-        window = {"loss": 0.0, "tokens": 0, "time": 0.0}
         last_valid: dict = {}
         stop_reason = None
         self._wall_start, self._wall_base = time.perf_counter(), p.wall
@@ -204,12 +207,11 @@ class Trainer:
                     set_lr(self.optimizer, self.schedule.on_update(p.step))
                     p.elapsed += dt
                     p.tokens += batch.tgt_tokens
-                    window["loss"] += loss
-                    window["tokens"] += batch.tgt_tokens
-                    window["time"] += dt
+                    p.window_loss += loss
+                    p.window_tokens += batch.tgt_tokens
+                    p.window_time += dt
                     if p.step % c["log_every"] == 0:
-                        self._log_train(window, bar, task)
-                        window = {"loss": 0.0, "tokens": 0, "time": 0.0}
+                        self._log_train(bar, task)
                     stop_reason = self._stop_reason(budget)
                     if p.step % c["valid_every"] == 0 or stop_reason:
                         last_valid = self._validate_and_save()
@@ -242,23 +244,22 @@ class Trainer:
             return f"{c['max_epochs']} epochs done"
         return None
 
-    def _log_train(self, window: dict, bar, task) -> None:
+    def _log_train(self, bar, task) -> None:
+        """Log the loss over the updates since the last log (a window a checkpoint keeps, so that a resumed
+        run logs what the unkilled run would have) and start a new window."""
         p = self.progress
-        loss = window["loss"] / max(window["tokens"], 1)
-        speed = window["tokens"] / max(window["time"], 1e-9) * self.dist.world_size
+        loss = p.window_loss / max(p.window_tokens, 1)
+        speed = p.window_tokens / max(p.window_time, 1e-9) * self.dist.world_size
         record = {"type": "train", "step": p.step, "epoch": p.epoch, "loss": round(loss, 5),
-                  "ppl": round(perplexity(window["loss"], window["tokens"]), 3), "tok_per_s": round(speed, 1),
+                  "ppl": round(perplexity(p.window_loss, p.window_tokens), 3), "tok_per_s": round(speed, 1),
                   "lr": self.schedule.lr, "elapsed_s": round(p.elapsed, 2)}
         if self.dist.is_main:
             bar.update(task, completed=p.step,
                        info=f"ep {p.epoch} loss {loss:.3f} ppl {record['ppl']:.1f} {speed:,.0f} tok/s lr {self.schedule.lr:.2g}")
-            self._append_log(record)
+            self.run_log.append(record)
             log(f"step {p.step} | epoch {p.epoch} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
                 f"{speed:,.0f} tok/s | lr {self.schedule.lr:.3g}")
-
-    def _append_log(self, record: dict) -> None:
-        with writing(self.log_path), open(self.log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        p.window_loss, p.window_tokens, p.window_time = 0.0, 0, 0.0
 
     # -- validation and checkpoints ---------------------------------------------------
     def validate(self) -> dict:
@@ -275,7 +276,7 @@ class Trainer:
             self.schedule.on_validation(value)
             result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress.elapsed, 2),
                           wall_s=round(self.progress.wall, 2))
-            self._append_log(result)
+            self.run_log.append(result)
             log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}" + (" | new best" if improved else "") + f" | lr {self.schedule.lr:.3g}")
             if improved:

@@ -1,0 +1,49 @@
+"""``train.jsonl``: one JSON line per training log and validation, continued across ``--resume``.
+
+A resumed run drops the records past its checkpoint's step (the killed run logged them, the resumed
+one logs them again) and a line cut short by the kill, so each step has one record. A new run in a
+folder holding the log of a run that left no checkpoint moves that log aside to ``train.jsonl.old``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from nmtkit.data.text import atomic_output
+from nmtkit.errors import writing
+
+
+class RunLog:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def start(self, resumed_at: Optional[int]) -> Optional[str]:
+        """Prepare the log for a new run (``resumed_at`` None) or one resumed at that step; what was done, if
+        anything worth saying."""
+        if not self.path.exists():
+            return None
+        if resumed_at is None:
+            old = self.path.with_name(self.path.name + ".old")
+            self.path.replace(old)
+            return f"moved the log of an earlier run that saved no checkpoint to {old}"
+        kept, dropped = [], 0
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                dropped += 1
+                continue
+            if isinstance(record, dict) and record.get("step", 0) <= resumed_at:
+                kept.append(line)
+            else:
+                dropped += 1
+        if dropped:
+            with atomic_output(self.path) as f:
+                f.write("".join(line + "\n" for line in kept))
+            return f"dropped {dropped} record(s) of {self.path} past step {resumed_at}, the step resumed from"
+        return None
+
+    def append(self, record: dict) -> None:
+        with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
