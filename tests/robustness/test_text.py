@@ -1,0 +1,63 @@
+"""Hostile text for translate and the other readers: invalid UTF-8, over-long lines, byte-order marks, empty lines
+in n-best lists, SIGTERM. Every line in gets its line out, nothing half-written is left under an output's name."""
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import run
+
+
+def test_invalid_utf8_and_overlong_lines(trained_ckpt, tmp_path):
+    r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "-o", tmp_path / "o"],
+            input=b"one\n\xff\xfe\none two three four\n", ok=False)
+    assert r.exit_code == 1
+    assert "<stdin>:2: invalid UTF-8" in r.stderr and "<stdin>:3: 4 tokens, truncated to 2" in r.stderr
+    out = (tmp_path / "o").read_text().split("\n")
+    assert len(out) == 4 and out[1] == "" and out[2]
+
+
+def test_n_best_writes_n_entries_for_every_line_empty_ones_included(trained_ckpt):
+    r = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 3], input="forty-two\n\none\n")
+    rows = [l.split(" ||| ") for l in r.stdout.splitlines()]
+    assert [row[0] for row in rows] == ["0"] * 3 + ["1"] * 3 + ["2"] * 3
+    assert [row[1] for row in rows[3:6]] == [""] * 3 and all(len(row) == 3 for row in rows)
+
+
+def test_a_byte_order_mark_does_not_change_the_first_translation(trained_ckpt, tmp_path):
+    plain = run(["translate", "-m", trained_ckpt], input=b"forty-two\nseven\n").stdout
+    assert run(["translate", "-m", trained_ckpt], input=b"\xef\xbb\xbfforty-two\nseven\n").stdout == plain
+    (tmp_path / "in").write_bytes(b"\xef\xbb\xbfforty-two\nseven\n")
+    assert run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in"]).stdout == plain
+
+
+def test_sigterm_removes_the_temporary_output_file(trained_ckpt, tmp_path):
+    """translate -o writes to a temporary file beside the output: SIGTERM removes it and exits 143."""
+    (tmp_path / "in").write_text("seven hundred forty-two\n" * 20000)
+    code = "import sys; from nmtkit.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "translate", "-m", str(trained_ckpt), "-i", str(tmp_path / "in"),
+                             "-o", str(tmp_path / "out")], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(".out.*.tmp")) and time.time() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob(".out.*.tmp")), "the temporary output file never appeared"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 143 and b"terminated" in proc.stderr.read()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+
+def test_a_failure_before_writing_leaves_no_output_file(tmp_path):
+    r = run(["translate", "-m", tmp_path / "none.pt", "-o", tmp_path / "out"], input="x\n", ok=False)
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_byte_order_marks_are_dropped_by_preprocess_and_score(text_dir, tmp_path):
+    for split in ("train", "valid"):
+        for lang in ("en", "de"):
+            (tmp_path / f"{split}.{lang}").write_bytes(b"\xef\xbb\xbf" + (text_dir / f"{split}.{lang}").read_bytes())
+    run(["preprocess", "--train", tmp_path / "train", "--valid", tmp_path / "valid", "--src", "en", "--tgt", "de",
+         "--vocab", "word:1000", "-o", tmp_path / "c"])
+    assert "\ufeff" not in (tmp_path / "c" / "vocab.src.txt").read_text(encoding="utf-8")
+    score = ["score", "--score-only", "-r", text_dir / "valid.de"]
+    assert run(score, input=(tmp_path / "valid.de").read_bytes()).stdout == "100.00\n"
