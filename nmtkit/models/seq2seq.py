@@ -1,8 +1,9 @@
 """The interface every model implements, which the trainer and the search rely on."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 from torch import nn
@@ -57,6 +58,20 @@ class Seq2Seq(nn.Module):
 
     #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).
     inputs: tuple[str, ...] = ("src",)
+
+    #: Whether ``forward`` and ``decode_step`` must give attention weights. A model may skip computing them
+    #: when not (the Transformer's fused attention computes none); set it for a block with
+    #: :meth:`attention_weights`. The search asks for them for attention files; training never does.
+    weights_wanted: bool = False
+
+    @contextmanager
+    def attention_weights(self, wanted: bool) -> Iterator[None]:
+        """Within the block, attention weights are computed only if ``wanted``."""
+        previous, self.weights_wanted = self.weights_wanted, wanted
+        try:
+            yield
+        finally:
+            self.weights_wanted = previous
 
     def init_parameters(self, param_init: float, tied: Sequence[tuple[nn.Linear, nn.Embedding]] = ()) -> None:
         """Uniform [-param_init, param_init] init (0: keep PyTorch's), zero padding embeddings, tie output

@@ -33,10 +33,11 @@ class SearchOptions:
 def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torch.device) -> list[list[Hypothesis]]:
     """Hypotheses for the sentences of a batch (greedy when ``beam_size`` is 1)."""
     batch = batch.to(device)
-    if opts.beam_size <= 1:
-        return greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
-    return beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
-                       opts.length_penalty, opts.attention)
+    with model.attention_weights(opts.attention):
+        if opts.beam_size <= 1:
+            return greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
+        return beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
+                           opts.length_penalty, opts.attention)
 
 
 def search_sorted(model: Seq2Seq, lengths: Sequence[int], batch_of: Callable[[list[int]], Batch],

@@ -206,3 +206,23 @@ def test_resume_removes_temporary_checkpoints_of_a_killed_run(corpus_dir, tmp_pa
     r = run([*args, "--resume", "--max-steps", 2])
     assert "removed 1 temporary checkpoint file(s) of the killed run" in r.stderr
     assert not list(save.glob("*.tmp")) and not list(save.glob(".*.tmp"))
+
+
+def test_a_transformer_trains_resumes_and_translates(corpus_dir, tmp_path):
+    """The Transformer through the same trainer and search: inverse-sqrt warm-up, label smoothing, token batches."""
+    save = tmp_path / "t"
+    tiny = ["--arch", "transformer", "--d-model", 32, "--ffn-size", 64, "--heads", 4, "--enc-layers", 2,
+            "--dec-layers", 2, "--lr-schedule", "inverse-sqrt", "--warmup-steps", 20, "--lr", 0.002,
+            "--label-smoothing", 0.1, "--batch-type", "tokens", "--batch-size", 400, "--valid-max-sentences", 4]
+    run(["train", "--data", corpus_dir, "--save-dir", save, *tiny, "--max-steps", 20, "--valid-every", 20])
+    r = run(["train", "--data", corpus_dir, "--save-dir", save, "--resume", "--max-steps", 30, "--valid-every", 10])
+    last = json.loads((save / "train.jsonl").read_text().splitlines()[-1])
+    assert "resuming from" in r.stderr and last["type"] == "valid" and last["step"] == 30
+    r = run(["translate", "-m", save / "last.pt", "--beam", 3, "--attention-out", tmp_path / "a.h5"],
+            input="forty-two\n\nseven hundred one\n")
+    assert len(r.stdout.split("\n")) == 4
+    with AttentionFile(tmp_path / "a.h5") as f:
+        w = f[2]["attention"]["source"]
+        assert w.shape == (len(f[2]["tgt_tokens"]), 4) and abs(w.sum(-1) - 1).max() < 1e-5
+    greedy = run(["translate", "-m", save / "last.pt", "--greedy"], input="forty-two\n").stdout
+    assert greedy.strip()

@@ -1,0 +1,78 @@
+"""Multi-head scaled dot-product attention (Vaswani et al. 2017; bidirectional-target-attention.txt Eq. 6).
+
+head_i = Attention(q W_i^q / sqrt(d_s), k W_i^k, v W_i^v), MultiHead = Concat(head_1..head_s) W^o.
+PyTorch's fused ``scaled_dot_product_attention`` computes it when no weights are asked for; the
+explicit softmax only when they are (attention files), averaged over the heads.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    """``heads`` heads over ``d_model``; self-attention projects q, k and v in one matrix product, attention
+    over a memory projects its keys and values once (:meth:`keys_values`) for every query step."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, self_attention: bool = True):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model {d_model} is not a multiple of heads {heads}")
+        self.heads, self.d_head, self.dropout = heads, d_model // heads, dropout
+        if self_attention:
+            self.qkv = nn.Linear(d_model, 3 * d_model)
+        else:
+            self.q = nn.Linear(d_model, d_model)
+            self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, T, d]`` -> ``[B, heads, T, d_head]``."""
+        return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
+
+    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values ``[B, heads, S, d_head]`` of a memory ``[B, S, d]``."""
+        k, v = self.kv(memory).chunk(2, dim=-1)
+        return self._split(k), self._split(v)
+
+    def self_attend(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, causal: bool = False,
+                    cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False
+                    ) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+        """Self-attention of ``x [B, T, d]``: its output, its weights if asked for, and its keys and values
+        (with ``cache``, the keys and values of earlier steps, those of ``x`` appended: incremental decoding,
+        where every earlier position is visible and ``causal`` is not needed)."""
+        q, k, v = (self._split(t) for t in self.qkv(x).chunk(3, dim=-1))
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        out, w = self.attend(q, k, v, mask, causal, weights)
+        return out, w, (k, v)
+
+    def attend_memory(self, x: torch.Tensor, keys_values: tuple[torch.Tensor, torch.Tensor],
+                      mask: Optional[torch.Tensor], weights: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Attention of ``x [B, T, d]`` over a memory's :meth:`keys_values`."""
+        return self.attend(self._split(self.q(x)), *keys_values, mask, False, weights)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], causal: bool,
+               weights: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Heads ``[B, h, T, d_head]`` attending to ``k, v [B, h, S, d_head]``; ``mask`` (True: visible) broadcasts
+        to ``[B, h, T, S]``. Returns the projected output ``[B, T, d]`` and, if asked, the weights ``[B, T, S]``
+        averaged over the heads."""
+        p = self.dropout if self.training else 0.0
+        if not weights:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal and mask is None)
+            w = None
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+            if causal:
+                future = torch.ones(q.size(2), k.size(2), dtype=torch.bool, device=q.device).triu(k.size(2) - q.size(2) + 1)
+                scores = scores.masked_fill(future, -torch.inf)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, -torch.inf)
+            probs = torch.softmax(scores, dim=-1)
+            o = F.dropout(probs, p, self.training) @ v
+            w = probs.mean(1)
+        return self.out(o.transpose(1, 2).reshape(q.size(0), q.size(2), -1)), w

@@ -1,0 +1,237 @@
+"""The Transformer (Vaswani et al. 2017; bidirectional-target-attention.txt §2.2, Eq. 6-9): ``transformer``.
+
+Encoder layers: self-attention over the source, then a position-wise feed-forward network (Eq. 7),
+H_enc (Eq. 8). Decoder layers: causal self-attention over the target prefix (H_dec), attention over
+H_enc (F_dec, Eq. 8), feed-forward. Every sublayer has a residual connection and layer normalisation,
+after it (``norm: post``, the paper's) or before it (``pre``, which trains deep stacks more stably,
+with one more normalisation at the end of each stack). Embeddings are scaled by sqrt(d_model) and
+added to sinusoidal or learned positions.
+
+Decoding is incremental: the state holds, per decoder layer, the self-attention keys and values of
+the steps so far (extended at each step, reordered with the beams) and the keys and values of H_enc,
+computed once per sentence.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Optional
+
+import torch
+from torch import nn
+
+from nmtkit.config import POSITIVE, PROBABILITY, Option
+from nmtkit.data.batching import Batch
+from nmtkit.data.streams import CorpusMeta
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.errors import NmtkitError
+from nmtkit.models.multihead import MultiHeadAttention
+from nmtkit.models.registry import option_values, register_model
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
+from nmtkit.models.state import DecoderState
+
+TRANSFORMER_OPTIONS = [
+    Option("d_model", 512, "model (embedding and hidden) size", allows=POSITIVE),
+    Option("ffn_size", 2048, "inner size of the position-wise feed-forward networks", allows=POSITIVE),
+    Option("heads", 8, "attention heads (d_model must be a multiple)", allows=POSITIVE),
+    Option("enc_layers", 6, "encoder layers", allows=POSITIVE),
+    Option("dec_layers", 6, "decoder layers", allows=POSITIVE),
+    Option("dropout", 0.1, "dropout on embeddings and on every sublayer's output before its residual",
+           allows=PROBABILITY),
+    Option("attention_dropout", 0.1, "dropout on attention weights", allows=PROBABILITY),
+    Option("activation_dropout", 0.0, "dropout after the feed-forward networks' ReLU", allows=PROBABILITY),
+    Option("norm", "post", "layer normalisation after each residual sum (post, the paper's) or before each "
+           "sublayer (pre)", choices=("post", "pre")),
+    Option("positions", "sinusoidal", "position encodings: sinusoidal (the paper's) or learned",
+           choices=("sinusoidal", "learned")),
+    Option("max_positions", 1024, "learned positions: the longest sequence (source or output) they cover",
+           allows=POSITIVE),
+    Option("share_embeddings", False, "one embedding matrix for source and target (needs a joint vocabulary)"),
+    Option("tie_embeddings", True, "the output layer shares the target embeddings (the paper's)"),
+]
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = f_2(max(0, f_1(x))) (Eq. 7)."""
+
+    def __init__(self, d_model: int, inner: int, dropout: float):
+        super().__init__()
+        self.inner, self.outer, self.dropout = nn.Linear(d_model, inner), nn.Linear(inner, d_model), nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.outer(self.dropout(torch.relu(self.inner(x))))
+
+
+class Sublayers(nn.Module):
+    """Residual connections with layer normalisation around a layer's sublayers, post- or pre-norm."""
+
+    def __init__(self, d_model: int, count: int, dropout: float, pre_norm: bool):
+        super().__init__()
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(count))
+        self.dropout, self.pre_norm = nn.Dropout(dropout), pre_norm
+
+    def __call__(self, i: int, x: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """x + f(x) normalised, around sublayer ``i``."""
+        if self.pre_norm:
+            return x + self.dropout(f(self.norms[i](x)))
+        return self.norms[i](x + self.dropout(f(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, heads: int, ffn_size: int, dropout: float, attention_dropout: float,
+                 activation_dropout: float, pre_norm: bool):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_size, activation_dropout)
+        self.sub = Sublayers(d_model, 2, dropout, pre_norm)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.sub(0, x, lambda y: self.attention.self_attend(y, mask)[0])
+        return self.sub(1, x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, heads: int, ffn_size: int, dropout: float, attention_dropout: float,
+                 activation_dropout: float, pre_norm: bool):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.memory_attention = MultiHeadAttention(d_model, heads, attention_dropout, self_attention=False)
+        self.ffn = FeedForward(d_model, ffn_size, activation_dropout)
+        self.sub = Sublayers(d_model, 3, dropout, pre_norm)
+
+    def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor,
+                cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False
+                ) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+        """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
+        memory attention weights if asked, the self-attention keys and values."""
+        kv: tuple[torch.Tensor, torch.Tensor] = (y, y)
+        w: Optional[torch.Tensor] = None
+
+        def self_attend(x: torch.Tensor) -> torch.Tensor:
+            nonlocal kv
+            out, _, kv = self.self_attention.self_attend(x, causal=cache is None, cache=cache)
+            return out
+
+        def attend_memory(x: torch.Tensor) -> torch.Tensor:
+            nonlocal w
+            out, w = self.memory_attention.attend_memory(x, memory, mask, weights)
+            return out
+
+        y = self.sub(0, y, self_attend)
+        y = self.sub(1, y, attend_memory)
+        return self.sub(2, y, self.ffn), w, kv
+
+
+class Positions(nn.Module):
+    """Sinusoidal (PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)) or learned positions."""
+
+    def __init__(self, d_model: int, kind: str, max_positions: int):
+        super().__init__()
+        self.d_model, self.max_positions = d_model, max_positions
+        self.learned = nn.Embedding(max_positions, d_model) if kind == "learned" else None
+
+    def forward(self, length: int, offset: int, device: torch.device) -> torch.Tensor:
+        """Encodings ``[length, d_model]`` of positions offset .. offset + length - 1."""
+        pos = torch.arange(offset, offset + length, device=device)
+        if self.learned is not None:
+            if offset + length > self.max_positions:
+                raise NmtkitError(f"a sequence of {offset + length} tokens is longer than the {self.max_positions} "
+                                  "learned positions of this model (max_positions)")
+            return self.learned(pos)
+        freq = torch.exp(torch.arange(0, self.d_model, 2, device=device) * (-math.log(10000.0) / self.d_model))
+        angles = pos.unsqueeze(1).float() * freq
+        return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :self.d_model]
+
+
+class Transformer(Seq2Seq):
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn_size: int = 2048, heads: int = 8,
+                 enc_layers: int = 6, dec_layers: int = 6, dropout: float = 0.1, attention_dropout: float = 0.1,
+                 activation_dropout: float = 0.0, norm: str = "post", positions: str = "sinusoidal",
+                 max_positions: int = 1024, share_embeddings: bool = False, tie_embeddings: bool = True):
+        super().__init__()
+        if share_embeddings and src_vocab != tgt_vocab:
+            raise NmtkitError(f"--share-embeddings needs one vocabulary for source and target; they have "
+                              f"{src_vocab} and {tgt_vocab} entries", exit_code=2)
+        if d_model % heads:
+            raise NmtkitError(f"--d-model {d_model} is not a multiple of --heads {heads}", exit_code=2)
+        self.d_model, self.pre_norm = d_model, norm == "pre"
+        self.src_emb = nn.Embedding(src_vocab, d_model, padding_idx=PAD)
+        self.tgt_emb = self.src_emb if share_embeddings else nn.Embedding(tgt_vocab, d_model, padding_idx=PAD)
+        self.positions = Positions(d_model, positions, max_positions)
+        layer_args = (d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, self.pre_norm)
+        self.encoder = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(dec_layers))
+        self.enc_norm = nn.LayerNorm(d_model) if self.pre_norm else nn.Identity()
+        self.dec_norm = nn.LayerNorm(d_model) if self.pre_norm else nn.Identity()
+        self.output = nn.Linear(d_model, tgt_vocab, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self._init_parameters(tie_embeddings)
+
+    def _init_parameters(self, tie: bool) -> None:
+        """Xavier-uniform matrices, zero biases, embeddings N(0, d^-1/2) (as fairseq and the tensor2tensor code)."""
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "emb" not in name and "positions" not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+        for emb in {self.src_emb, self.tgt_emb, self.positions.learned} - {None}:
+            nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
+        self.init_parameters(0.0, [(self.output, self.tgt_emb)] if tie else [])
+
+    def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        x = embedding(tokens) * math.sqrt(self.d_model) + self.positions(tokens.size(1), offset, tokens.device)
+        return self.dropout(x)
+
+    def _encode(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """H_enc ``[B, S, d]`` (Eq. 8) and the source mask ``[B, 1, 1, S]`` (True: a real token)."""
+        src = batch["src"]
+        mask = src.mask[:, None, None, :]
+        h = self._embed(self.src_emb, src.data)
+        for layer in self.encoder:
+            h = layer(h, mask)
+        return self.enc_norm(h), mask
+
+    def _memory(self, h_enc: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [layer.memory_attention.keys_values(h_enc) for layer in self.decoder]
+
+    def forward(self, batch: Batch) -> ModelOutput:
+        h_enc, mask = self._encode(batch)
+        y = self._embed(self.tgt_emb, batch.tgt_in)
+        w = None
+        for i, (layer, memory) in enumerate(zip(self.decoder, self._memory(h_enc))):
+            y, w, _ = layer(y, memory, mask, weights=self.weights_wanted and i == len(self.decoder) - 1)
+        logits = self.output(self.dec_norm(y))
+        return ModelOutput(logits, {"source": w} if w is not None else {})
+
+    def encode(self, batch: Batch) -> DecoderState:
+        h_enc, mask = self._encode(batch)
+        b, heads, d_head = h_enc.size(0), self.decoder[0].self_attention.heads, self.decoder[0].self_attention.d_head
+        empty = h_enc.new_zeros(b, heads, 0, d_head)
+        tensors = {"mask": mask}
+        for i, (k, v) in enumerate(self._memory(h_enc)):
+            tensors.update({f"memory_k{i}": k, f"memory_v{i}": v, f"self_k{i}": empty, f"self_v{i}": empty})
+        return DecoderState(tensors, static=[n for n in tensors if n.startswith(("memory", "mask"))])
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        step = state["self_k0"].size(2)
+        y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=step)
+        updates, w = {}, None
+        last = len(self.decoder) - 1
+        for i, layer in enumerate(self.decoder):
+            memory = (state[f"memory_k{i}"], state[f"memory_v{i}"])
+            y, w, (k, v) = layer(y, memory, state["mask"], cache=(state[f"self_k{i}"], state[f"self_v{i}"]),
+                                 weights=self.weights_wanted and i == last)
+            updates[f"self_k{i}"], updates[f"self_v{i}"] = k, v
+        logits = self.output(self.dec_norm(y.squeeze(1)))
+        return torch.log_softmax(logits.float(), dim=-1), state.replace(**updates), \
+            {"source": w.squeeze(1)} if w is not None else {}
+
+
+@register_model("transformer", TRANSFORMER_OPTIONS, "the Transformer (Vaswani et al. 2017; "
+                "bidirectional-target-attention.txt §2.2): self-attention encoder and decoder, post- or pre-norm")
+def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Transformer:
+    src, tgt = vocabs.get("src"), vocabs.get("tgt")
+    if config.get("share_embeddings") and src is not None and tgt is not None and len(src) == len(tgt) and \
+            src.id_to_token(range(len(src))) != tgt.id_to_token(range(len(tgt))):
+        raise NmtkitError("--share-embeddings needs one vocabulary for source and target (preprocess --joint); "
+                          "the corpus has two of the same size", exit_code=2)
+    return Transformer(*meta.translation_sizes("transformer"), **option_values(config, TRANSFORMER_OPTIONS))

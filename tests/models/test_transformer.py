@@ -1,0 +1,131 @@
+"""Transformer maths: causality, padding invariance, cached incremental decoding equal to the teacher-forced
+forward, attention weights that sum to one, fused and explicit attention agreeing, pre- and post-norm."""
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.streams import CorpusMeta
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from nmtkit.models.transformer import Positions
+
+V_SRC, V_TGT = 40, 30
+TINY = dict(arch="transformer", d_model=16, ffn_size=32, heads=4, enc_layers=2, dec_layers=2, dropout=0.0,
+            attention_dropout=0.0)
+
+
+def model(**over):
+    torch.manual_seed(0)
+    return build_model({**TINY, **over}, CorpusMeta.text(V_SRC, V_TGT)).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    src = [torch.randint(4, V_SRC, (n,), generator=g).tolist() for n in (5, 2, 7)]
+    tgt = [torch.randint(4, V_TGT, (n,), generator=g).tolist() for n in (4, 6, 1)]
+    return make_batch(src, tgt)
+
+
+def teacher_forced(m, b, weights=True):
+    with torch.no_grad(), m.attention_weights(weights):
+        out = m(b)
+    return out.logits, out.attention.get("source")
+
+
+def step_by_step(m, b):
+    out, alphas = [], []
+    with torch.no_grad(), m.attention_weights(True):
+        state = m.encode(b)
+        for t in range(b.tgt_in.size(1)):
+            lp, state, att = m.decode_step(b.tgt_in[:, t], state)
+            out.append(lp)
+            alphas.append(att["source"])
+    return torch.stack(out, 1), torch.stack(alphas, 1)
+
+
+VARIANTS = [{}, {"norm": "pre"}, {"positions": "learned"}, {"tie_embeddings": False}]
+
+
+@pytest.mark.parametrize("over", VARIANTS)
+def test_cached_incremental_decoding_equals_the_teacher_forced_forward(over):
+    m, b = model(**over), batch()
+    logits, att = teacher_forced(m, b)
+    lp, alphas = step_by_step(m, b)
+    real = b.tgt_out != 0
+    assert torch.allclose(torch.log_softmax(logits, -1)[real], lp[real], atol=1e-5)
+    assert torch.allclose(att[real], alphas[real], atol=1e-6)
+
+
+def test_fused_attention_equals_the_explicit_softmax():
+    m, b = model(), batch()
+    fused, none = teacher_forced(m, b, weights=False)
+    explicit, _ = teacher_forced(m, b, weights=True)
+    assert none is None and torch.allclose(fused, explicit, atol=1e-5)
+
+
+def test_attention_sums_to_one_and_ignores_padding():
+    _, w = teacher_forced(model(), batch())
+    b = batch()
+    assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-6)
+    for i, n in enumerate(b["src"].lengths.tolist()):
+        assert (w[i, :, n:] == 0).all()
+
+
+@pytest.mark.parametrize("over", VARIANTS[:2])
+def test_a_later_target_token_changes_no_earlier_output(over):
+    m, b = model(**over), batch()
+    changed = b.tgt_in.clone()
+    changed[:, 3:] = 5
+    l1, _ = teacher_forced(m, b, weights=False)
+    l2, _ = teacher_forced(m, b.with_target(changed), weights=False)
+    assert torch.allclose(l1[:, :3], l2[:, :3], atol=1e-6) and not torch.allclose(l1[:, 3:], l2[:, 3:])
+
+
+def test_padding_in_a_batch_does_not_change_a_sentence():
+    m, b = model(), batch()
+    logits, att = teacher_forced(m, b)
+    alone = make_batch([b["src"].data[1, :int(b["src"].lengths[1]) - 1].tolist()], [b.tgt_out[1, :6].tolist()[:-1]])
+    l1, a1 = teacher_forced(m, alone)
+    assert torch.allclose(logits[1, :6], l1[0], atol=1e-5)
+    assert torch.allclose(att[1, :6, :3], a1[0], atol=1e-6)
+
+
+def test_beams_reorder_the_caches_and_leave_the_memory():
+    m, b = model(), batch()
+    state = m.encode(b)
+    _, state, _ = m.decode_step(b.tgt_in[:, 0], state)
+    moved = state.reorder(torch.tensor([2, 0, 1]))
+    assert torch.equal(moved["self_k0"][0], state["self_k0"][2]) and moved["self_k1"].size(2) == 1
+    assert state.static >= {"mask", "memory_k0", "memory_v1"} and "self_k0" not in state.static
+
+
+def test_sinusoidal_positions_are_the_papers():
+    pe = Positions(6, "sinusoidal", 0)(5, 2, torch.device("cpu"))
+    pos, i = 4, 1  # row 2 is position 4; columns 2i and 2i+1
+    assert torch.allclose(pe[2, 2 * i], torch.tensor(pos / 10000 ** (2 * i / 6)).sin())
+    assert torch.allclose(pe[2, 2 * i + 1], torch.tensor(pos / 10000 ** (2 * i / 6)).cos())
+
+
+def test_embedding_sharing():
+    m = model()
+    assert m.output.weight is m.tgt_emb.weight and m.src_emb is not m.tgt_emb
+    shared = build_model({**TINY, "share_embeddings": True}, CorpusMeta.text(V_TGT, V_TGT))
+    assert shared.src_emb is shared.tgt_emb is not None and shared.output.weight is shared.src_emb.weight
+    with pytest.raises(NmtkitError, match="--share-embeddings needs one vocabulary"):
+        model(share_embeddings=True)
+    with pytest.raises(NmtkitError, match="--d-model 16 is not a multiple of --heads 3"):
+        model(heads=3)
+
+
+def test_learned_positions_refuse_a_longer_sequence():
+    m = model(positions="learned", max_positions=6)
+    with pytest.raises(NmtkitError, match="a sequence of 8 tokens is longer than the 6 learned positions"):
+        teacher_forced(m, batch())
+
+
+def test_gradients_reach_every_parameter():
+    m = model(positions="learned", norm="pre")
+    m.train()
+    m(batch()).logits.sum().backward()
+    missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert missing == []
