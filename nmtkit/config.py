@@ -29,7 +29,7 @@ class Range:
     high_open: bool = False
 
     def __contains__(self, x: float) -> bool:
-        if not math.isfinite(x):
+        if isinstance(x, float) and not math.isfinite(x):
             return False
         if self.low is not None and (x <= self.low if self.low_open else x < self.low):
             return False
@@ -40,13 +40,21 @@ class Range:
         return str(self).replace("in ", "").replace(" ", "")
 
     def __str__(self) -> str:
+        low, high = _number(self.low), _number(self.high)
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
         if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
+            return f"{'>' if self.low_open else '>='} {low}"
         if self.high is not None:
-            return f"{'<' if self.high_open else '<='} {self.high:g}"
+            return f"{'<' if self.high_open else '<='} {high}"
         return "finite"
+
+
+def _number(x: Optional[float]) -> str:
+    """A bound as written: whole numbers in full (4294967295, not 4.29497e+09)."""
+    if x is None:
+        return ""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,10 @@ ANY = Range()  # any finite number
 PROBABILITY = Range(0, 1, high_open=True)  # dropout, smoothing: in [0, 1)
 ABOVE_ZERO = Range(0, low_open=True)  # learning rates
 BEAM = Range(1, 1000)  # beam sizes: a beam wider than this would run for hours
+LENGTH_A = Range(0, 100)  # output length limit a·|x| + b
+LENGTH_B = Range(0, 10_000)
+LENGTH_PENALTY = Range(0, 10)  # length^alpha overflows for large alpha
+THREADS = Range(0, 1024)
 DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")
 
 

@@ -16,7 +16,7 @@ from nmtkit.errors import NmtkitError
 @click.option("--links", "links_path", type=click.Path(dir_okay=False),
               help="count links 'i-j' from this Pharaoh-format file (eflomal, fast_align, GIZA++) instead of running EM")
 @click.option("--iterations", type=Checked(int, POSITIVE), default=5, show_default=True, help="EM iterations")
-@click.option("--diagonal-tension", type=Checked(float, Range(0)), default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")
+@click.option("--diagonal-tension", type=Checked(float, Range(0, 100)), default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")
 @click.option("--null-prob", type=Checked(float, PROBABILITY), default=0.08, show_default=True, help="probability of aligning to NULL (fast_align's p0)")
 @click.option("--min-prob", type=Checked(float, Range(0, 1)), default=0.01, show_default=True, help="leave out entries with t below this")
 def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_tension, null_prob, min_prob):

@@ -9,7 +9,7 @@ from nmtkit.config import Range
 
 @click.command("demo-corpus")
 @click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--train", type=Checked(int, Range(1, 900_000)), default=20000, show_default=True, help="training pairs")
+@click.option("--train", type=Checked(int, Range(1, 500_000)), default=20000, show_default=True, help="training pairs")
 @click.option("--valid", type=Checked(int, Range(1, 50_000)), default=500, show_default=True, help="validation pairs")
 @click.option("--test", type=Checked(int, Range(1, 50_000)), default=500, show_default=True, help="test pairs")
 @click.option("--seed", type=Checked(int, Range(0, 2**32 - 1)), default=1, show_default=True)
@@ -18,7 +18,7 @@ def command(folder, train, valid, test, seed):
 
     Files train/valid/test.{en,de}; a task with real reordering (German puts units before
     tens) that a small model learns in minutes on a CPU. Used by recipes/demo.sh. The splits hold
-    different numbers, all below a million, so together they are at most a million pairs.
+    different numbers, all below a million; together they are at most 500,000 pairs.
     """
     from nmtkit.data.numbers import write_demo_corpus
 

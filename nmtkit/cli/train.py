@@ -128,8 +128,10 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
     config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
     if resume and saved.exists():  # the run's own settings, unless given again here
-        config = resolve(options, {**run_settings(read_yaml(saved), spec), **file_values}, values,
-                         config_file or str(saved), explain)
+        settings = run_settings(read_yaml(saved), spec)
+        kept = {k: v for k, v in settings.items() if k not in file_values and values.get(k) is None}
+        resolve(options, kept, {}, str(saved), explain)  # a saved value that is refused is named as the saved file's
+        config = resolve(options, {**kept, **file_values}, values, config_file or str(saved), explain)
     config["arch"] = spec.name
     if not config["data"]:
         raise NmtkitError("--data: a corpus folder is required (here or in --config)", exit_code=2)

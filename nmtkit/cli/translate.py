@@ -7,7 +7,7 @@ import time
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import BEAM, COUNT, DEVICE, POSITIVE, Range
+from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS
 from nmtkit.errors import NmtkitError
 
 
@@ -19,17 +19,17 @@ from nmtkit.errors import NmtkitError
 @click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size")
 @click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)")
 @click.option("--n-best", type=Checked(int, BEAM), default=1, show_default=True, help="write the K best: 'LINE ||| TEXT ||| SCORE' lines")
-@click.option("--length-penalty", type=Checked(float, Range(0)), default=1.0, show_default=True,
+@click.option("--length-penalty", type=Checked(float, LENGTH_PENALTY), default=1.0, show_default=True,
               help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)")
-@click.option("--max-len-a", type=Checked(float, Range(0)), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
-@click.option("--max-len-b", type=Checked(int, COUNT), default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True, help="sentences per batch (sorted by length)")
 @click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
 @click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file")
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
-@click.option("--threads", type=Checked(int, COUNT), default=0, help="CPU threads (0: PyTorch's default)")
+@click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)")
 @click.option("--flush", is_flag=True, help="translate and write each line as soon as it arrives, to serve a pipe as "
                                             "a co-process [default when stdin is a terminal]")
 def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,

@@ -51,7 +51,9 @@ class _Schema:
 
     def need(self, parent: Any, key: str, kind: type, where: str) -> Any:
         name = f"{where}.{key}" if where else key
-        if not isinstance(parent, dict) or key not in parent:
+        if not isinstance(parent, dict):
+            raise NmtkitError(f"{self.path}: '{where or 'the manifest'}' should be a mapping, not {parent!r}")
+        if key not in parent:
             raise NmtkitError(f"{self.path}: '{name}' is missing")
         value = parent[key]
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
@@ -59,6 +61,11 @@ class _Schema:
         if isinstance(value, int) and value < 0:
             raise NmtkitError(f"{self.path}: '{name}' should not be negative, got {value}")
         return value
+
+    def file_name(self, name: str, where: str) -> None:
+        """A file of the corpus folder itself: no folders, no way out of it."""
+        if Path(name).name != name or name in (".", ".."):
+            raise NmtkitError(f"{self.path}: '{where}' should name a file of the corpus folder, not {name!r}")
 
 
 def read_manifest(folder: Path) -> dict:
@@ -91,7 +98,7 @@ def read_manifest(folder: Path) -> dict:
         if schema.need(stream, "size", int, where) < 1:
             raise NmtkitError(f"{path}: '{where}.size' should be at least 1")
         if kind == TOKENS:
-            schema.need(stream, "vocab", str, where)
+            schema.file_name(schema.need(stream, "vocab", str, where), f"{where}.vocab")
     splits = schema.need(manifest, "splits", dict, "")
     for split in ("train", "valid"):
         schema.need(splits, split, dict, "splits")
@@ -101,12 +108,18 @@ def read_manifest(folder: Path) -> dict:
         if not shards:
             raise NmtkitError(f"{path}: '{where}.shards' is empty")
         for i, shard in enumerate(shards):
-            schema.need(shard, "file", str, f"{where}.shards[{i}]")
+            schema.file_name(schema.need(shard, "file", str, f"{where}.shards[{i}]"), f"{where}.shards[{i}].file")
             schema.need(shard, "sentences", int, f"{where}.shards[{i}]")
+            if "rows" in shard:
+                for stream in schema.need(shard, "rows", dict, f"{where}.shards[{i}]"):
+                    schema.need(shard["rows"], stream, int, f"{where}.shards[{i}].rows")
+        if "inputs" in info:
+            for stream in schema.need(info, "inputs", dict, where):
+                schema.file_name(schema.need(info["inputs"], stream, str, f"{where}.inputs"), f"{where}.inputs.{stream}")
         if schema.need(info, "sentences", int, where) != sum(s["sentences"] for s in shards):
             raise NmtkitError(f"{path}: '{where}.sentences' is not the sum of its shards' sentences")
         if split in HELD_OUT:
-            schema.need(info, "reference", str, where)
+            schema.file_name(schema.need(info, "reference", str, where), f"{where}.reference")
     if "files" in manifest:
         for name, record in schema.need(manifest, "files", dict, "").items():
             schema.need(record, "bytes", int, f"files.{name}")

@@ -115,7 +115,8 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     A failure or a kill never leaves a partial file under the final name; a full disk is one line naming ``path``.
     """
     path = Path(path)
-    tmp = temp_file_beside(path)
+    with writing(path):
+        tmp = temp_file_beside(path)
     kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
         with writing(path):

@@ -29,8 +29,9 @@ class Verified:
     bytes: int
 
 
-def verify_corpus(corpus: Corpus) -> Verified:
-    """Check a corpus folder against its manifest; raise :class:`NmtkitError` naming the first damaged file."""
+def verify_corpus(corpus: Corpus, checksums: bool = True) -> Verified:
+    """Check a corpus folder against its manifest; raise :class:`NmtkitError` naming the first damaged file.
+    ``checksums=False`` skips hashing (the other processes of a distributed run: the first one hashes)."""
     folder, manifest = corpus.folder, corpus.manifest
     names = named_files(manifest)
     records = manifest.get("files")
@@ -46,7 +47,7 @@ def verify_corpus(corpus: Corpus) -> Verified:
                 raise NmtkitError(f"{path}: {size:,} bytes, but the manifest recorded {records[name]['bytes']:,} "
                                   "(changed or cut short since preprocessing)")
     total = sum((folder / n).stat().st_size for n in names)
-    if records is not None:
+    if records is not None and checksums:
         with progress() as bar:
             task = bar.add_task("verifying checksums", total=total, info="")
             for name in names:
@@ -63,7 +64,7 @@ def verify_corpus(corpus: Corpus) -> Verified:
         for entry in info["shards"]:
             _check_shard(Shard(folder / entry["file"]), entry, manifest["streams"])
         examples[split] = info["sentences"]
-    return Verified(len(names), records is not None, examples, total)
+    return Verified(len(names), records is not None and checksums, examples, total)
 
 
 def _check_shard(shard: Shard, entry: dict, streams: dict) -> None:

@@ -93,4 +93,7 @@ def option_values(config: Mapping, options: Sequence[Option]) -> dict:
 def build_model(config: Mapping, meta: CorpusMeta, vocabs: Optional[Mapping[str, Vocab]] = None) -> "Seq2Seq":
     """Build the architecture named by ``config['arch']`` with its options (defaults for missing keys)."""
     spec = get_spec(config["arch"])
-    return spec.builder({**option_values(config, spec.options), "arch": spec.name}, meta, dict(vocabs or {}))
+    try:
+        return spec.builder({**option_values(config, spec.options), "arch": spec.name}, meta, dict(vocabs or {}))
+    except ValueError as e:  # options that do not go together (tied embeddings of different sizes, say)
+        raise NmtkitError(f"--arch {spec.name}: {e}", exit_code=2) from None

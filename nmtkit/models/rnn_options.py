@@ -14,5 +14,5 @@ def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
         Option("dropout", 0.2, "dropout on embeddings, between stacked layers and before the output layer",
                allows=PROBABILITY),
         Option("tie_embeddings", False, f"share the target embeddings with the output layer (needs {tie_needs})"),
-        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)", allows=Range(0)),
+        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)", allows=Range(0, 1)),
     ]

@@ -1,5 +1,17 @@
 """Training options (the model's own options come from the registry)."""
-from nmtkit.config import ABOVE_ZERO, BEAM, COUNT, DEVICE, POSITIVE, PROBABILITY, Option, Range
+from nmtkit.config import (
+                           ABOVE_ZERO,
+                           BEAM,
+                           COUNT,
+                           DEVICE,
+                           LENGTH_A,
+                           LENGTH_B,
+                           POSITIVE,
+                           PROBABILITY,
+                           THREADS,
+                           Option,
+                           Range,
+)
 from nmtkit.train.optim import OPTIMIZERS
 from nmtkit.train.schedules import SCHEDULES
 
@@ -20,7 +32,7 @@ TRAIN_OPTIONS = [
     Option("label_smoothing", 0.0, "label smoothing epsilon", allows=PROBABILITY),
     Option("lr_schedule", "decay-on-worse", "learning-rate schedule: decay-on-worse (multiply by --lr-decay when the "
            "validation metric gets worse) or inverse-sqrt (linear warm-up, then 1/sqrt(step))", choices=tuple(SCHEDULES)),
-    Option("warmup_steps", 4000, "inverse-sqrt: updates of linear warm-up to --lr", allows=COUNT),
+    Option("warmup_steps", 4000, "inverse-sqrt: updates of linear warm-up to --lr", allows=POSITIVE),
     Option("decay_metric", "bleu", "validation metric for learning-rate decay, early stopping and best.pt",
            choices=("bleu", "ppl")),
     Option("lr_decay", 0.5, "decay-on-worse: multiply the learning rate by this when the validation metric gets "
@@ -37,13 +49,13 @@ TRAIN_OPTIONS = [
     Option("valid_beam", 1, "beam size for validation BLEU (1: greedy)", allows=BEAM),
     Option("valid_max_sentences", 0, "translate at most this many validation sentences for BLEU (0: all)", allows=COUNT),
     Option("valid_batch_size", 32, "sentences per batch when translating the validation set", allows=POSITIVE),
-    Option("max_len_a", 1.5, "validation output length limit a·|x| + b: a", allows=Range(0)),
-    Option("max_len_b", 10, "validation output length limit a·|x| + b: b", allows=COUNT),
+    Option("max_len_a", 1.5, "validation output length limit a·|x| + b: a", allows=LENGTH_A),
+    Option("max_len_b", 10, "validation output length limit a·|x| + b: b", allows=LENGTH_B),
     Option("log_every", 50, "log training loss, perplexity and speed every N updates", allows=POSITIVE),
     Option("seed", 1, "random seed (batch order, initialisation, dropout)", allows=Range(0, 2**32 - 1)),
     Option("device", "auto", "cpu, cuda, cuda:N, mps, or auto (a GPU if there is one)", allows=DEVICE),
     Option("amp", False, "automatic mixed precision (float16 on GPUs, bfloat16 on CPUs)"),
-    Option("threads", 0, "CPU threads for PyTorch (0: PyTorch's default)", allows=COUNT),
+    Option("threads", 0, "CPU threads for PyTorch (0: PyTorch's default)", allows=THREADS),
     Option("dist_timeout", 300.0, "seconds to wait for all torchrun processes to join before giving up",
-           allows=ABOVE_ZERO),
+           allows=Range(0, 7 * 24 * 3600, low_open=True)),
 ]

@@ -2,7 +2,8 @@
 
 A resumed run drops the records past its checkpoint's step (the killed run logged them, the resumed
 one logs them again) and a line cut short by the kill, so each step has one record. A new run in a
-folder holding the log of a run that left no checkpoint moves that log aside to ``train.jsonl.old``.
+folder holding the log of a run that left no ``last.pt`` moves that log aside to ``train.jsonl.old``
+(``.old1``, ``.old2``, ... if taken).
 """
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ class RunLog:
         if not self.path.exists():
             return None
         if resumed_at is None:
-            old = self.path.with_name(self.path.name + ".old")
+            old = next(p for p in (self.path.with_name(f"{self.path.name}.old{n or ''}") for n in range(10**6))
+                       if not p.exists())
             self.path.replace(old)
-            return f"moved the log of an earlier run that saved no checkpoint to {old}"
+            return f"moved the log of an earlier run that saved no last.pt to {old}"
         kept, dropped = [], 0
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:

@@ -54,7 +54,7 @@ class Trainer:
             torch.set_num_threads(config["threads"])
         self.save_dir = Path(config["save_dir"])
         self.corpus = Corpus.open(config["data"])
-        checked = verify_corpus(self.corpus)
+        checked = verify_corpus(self.corpus, checksums=self.dist.is_main)
         if self.dist.is_main:
             log(f"corpus {self.corpus.folder}: {checked.files} files"
                 + (", sizes and checksums verified" if checked.checksums else " (no checksums recorded)")

@@ -50,6 +50,11 @@ def test_an_intact_corpus_passes_with_its_checksums(corpus):
     (lambda m: m["splits"]["train"].update(sentences=1999), "'splits.train.sentences' is not the sum"),
     (lambda m: m["files"]["train.000.h5"].pop("sha256"), "'files.train.000.h5.sha256' is missing"),
     (lambda m: m.pop("format"), "unsupported corpus format None"),
+    (lambda m: m["splits"]["valid"].update(reference="../../etc/passwd"),
+     "'splits.valid.reference' should name a file of the corpus folder, not '../../etc/passwd'"),
+    (lambda m: m["splits"]["valid"].update(inputs=["valid.en"]), "'splits.valid.inputs' should be dict, not"),
+    (lambda m: m["streams"].update(src="en"), "'streams.src' should be a mapping, not 'en'"),
+    (lambda m: m["splits"]["train"]["shards"][0].update(rows=[1, 2]), "'splits.train.shards[0].rows' should be dict"),
 ])
 def test_a_manifest_without_its_keys_is_named(corpus, change, message):
     edit_manifest(corpus, change)

@@ -5,6 +5,7 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS
+from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from tests.conftest import TINY_CONFIG, forward
 
@@ -111,7 +112,7 @@ def test_padding_in_a_batch_does_not_change_a_sentence():
 def test_tied_embeddings_share_the_weight():
     m = model(tie_embeddings=True)
     assert m.decoder.readout.output.weight is m.tgt_emb.weight
-    with pytest.raises(ValueError):
+    with pytest.raises(NmtkitError, match="--arch rnnsearch: tie_embeddings needs readout_size == emb_size"):
         model(tie_embeddings=True, readout_size=8)
 
 

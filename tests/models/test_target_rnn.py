@@ -5,6 +5,7 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS, EOS
+from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
@@ -226,5 +227,5 @@ def test_greedy_reverse_context_trains_the_forward_decoder_as_it_decodes():
     with torch.no_grad():
         assert torch.allclose(m(b).logits, m.score_logits(b), atol=1e-6)
         assert torch.equal(m(b).logits[0, :4], m(other).logits[0, :4])
-    with pytest.raises(ValueError, match="reverse_context"):
+    with pytest.raises(NmtkitError, match="--arch rtatt-rnn: unknown reverse_context"):
         model("rtatt-rnn", reverse_context="oracle")

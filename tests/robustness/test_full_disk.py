@@ -110,3 +110,10 @@ def test_checkpoints_survive_a_full_disk(small_disk, corpus_dir, tmp_path):
     listing, sums = r.stdout.split("\n", 4)[:4], r.stdout.strip().splitlines()[-2:]
     assert sorted(listing) == ["best.pt", "config.yaml", "last.pt", "train.jsonl"]  # no temporary file left
     assert sorted(line.replace("  ", " ") for line in sums) == before  # the earlier checkpoints, byte for byte
+
+
+def test_demo_corpus_on_a_full_disk(small_disk):
+    r = small_disk(f"fill; {nmtkit_line('demo-corpus', '$DISK/d', '--train', 2000)}; code=$?; ls -A $DISK/d; exit $code"
+                   .replace("'$DISK/d'", "$DISK/d"))
+    assert r.returncode == 1 and r.stderr.startswith("error: no space left on device while writing ")
+    assert r.stderr.count("\n") == 1 and "/d/test.en" in r.stderr and r.stdout == ""  # no temporary file left

@@ -101,3 +101,31 @@ def test_yaml_values_are_checked_like_options(tmp_path, yaml_line, message):
 def test_n_best_beyond_the_beam_is_refused_before_loading_the_model():
     r = run(["translate", "-m", "missing.pt", "--beam", 4, "--n-best", 5], ok=False)
     assert r.exit_code == 2 and r.stderr == "error: --n-best: expects at most the beam size (4), got 5\n"
+
+
+def test_whole_bounds_are_written_in_full():
+    r = run(["train", "--data", "x", "--seed", 2**32], ok=False)
+    assert "--seed: expects an integer in [0, 4294967295], got '4294967296'" in r.stderr
+
+
+def test_options_that_do_not_go_together_are_one_line_errors(corpus_dir, tmp_path):
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", "--arch", "luong", "--tie-embeddings",
+             "--emb-size", 8, "--dec-size", 16], ok=False)
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1].startswith("error: --arch luong: tie_embeddings needs")
+    assert "Traceback" not in r.stderr
+
+
+def test_a_refused_value_in_a_resumed_runs_config_names_that_file(corpus_dir, trained_ckpt, tmp_path):
+    save = tmp_path / "run"
+    save.mkdir()
+    for name in ("last.pt", "best.pt"):
+        (save / name).write_bytes(trained_ckpt.read_bytes())
+    (save / "config.yaml").write_text((trained_ckpt.parent / "config.yaml").read_text() + "save_every: -1\n")
+    r = run(["train", "--save-dir", save, "--resume"], ok=False)
+    assert r.exit_code == 2 and r.stderr == f"error: {save / 'config.yaml'}: 'save_every' expects an integer >= 0, got -1\n"
+    run(["train", "--save-dir", save, "--resume", "--save-every", 0, "--max-steps", 121])  # given again: fine
+
+
+def test_demo_corpus_refuses_more_pairs_than_it_can_draw(tmp_path):
+    r = run(["demo-corpus", tmp_path / "d", "--train", 500_000, "--valid", 10], ok=False)
+    assert r.exit_code == 2 and "at most 500,000 pairs together" in r.stderr and not (tmp_path / "d").exists()

@@ -47,11 +47,6 @@ def test_sigterm_removes_the_temporary_output_file(trained_ckpt, tmp_path):
 
 
 
-def test_a_failure_before_writing_leaves_no_output_file(tmp_path):
-    r = run(["translate", "-m", tmp_path / "none.pt", "-o", tmp_path / "out"], input="x\n", ok=False)
-    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and sorted(p.name for p in tmp_path.iterdir()) == []
-
-
 def test_byte_order_marks_are_dropped_by_preprocess_and_score(text_dir, tmp_path):
     for split in ("train", "valid"):
         for lang in ("en", "de"):

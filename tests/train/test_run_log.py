@@ -27,8 +27,11 @@ def test_resuming_drops_the_records_past_the_checkpoint_and_a_line_cut_short(tmp
 def test_a_new_run_moves_a_dead_runs_log_aside(tmp_path):
     log = tmp_path / "train.jsonl"
     log.write_text('{"type": "train", "step": 3}\n')
-    assert RunLog(log).start(resumed_at=None) == f"moved the log of an earlier run that saved no checkpoint to {log}.old"
+    assert RunLog(log).start(resumed_at=None) == f"moved the log of an earlier run that saved no last.pt to {log}.old"
     assert not log.exists() and (tmp_path / "train.jsonl.old").read_text() == '{"type": "train", "step": 3}\n'
+    log.write_text("second\n")
+    RunLog(log).start(resumed_at=None)
+    assert (tmp_path / "train.jsonl.old1").read_text() == "second\n" and (tmp_path / "train.jsonl.old").exists()
 
 
 def test_a_killed_and_resumed_run_logs_what_the_unkilled_run_logged(corpus_dir, tmp_path):
