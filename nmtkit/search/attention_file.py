@@ -13,39 +13,59 @@ Any dataset may carry ``labels``, which readers return under ``labels``. The fil
 attributes give the number of sentences and the model that wrote it. Empty input lines get
 an empty group, so indices always equal line numbers - 1.
 
-The file is assembled in memory and written when complete (HDF5 crashes the process when the
-disk fills under it): count a few kilobytes per sentence.
+The file takes a few kilobytes per sentence. HDF5 crashes the process when the disk fills under
+it, so the writer stops with one line ("no space left on device") while the disk still has
+:data:`RESERVE` bytes free.
 """
 from __future__ import annotations
 
-import io
+import os
+import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
 import h5py
 import numpy as np
 
-from nmtkit.data.text import PathLike, atomic_output
-from nmtkit.errors import NmtkitError
+from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.errors import DiskFull, NmtkitError, writing
 
 STR = h5py.string_dtype("utf-8")
 
 
+#: Free space a disk must keep while an attention file grows on it (at most a 16th of a small disk): HDF5 crashes
+#: the process (a segmentation fault) when a write fails, so the writer stops with "no space left on device"
+#: while there is room to close the file.
+RESERVE = 64 << 20
+
+
 class AttentionWriter:
-    """Write sentences one by one; the file appears under its name only after :meth:`close`."""
+    """Write sentences one by one to a temporary file; it appears under its name only after :meth:`close`."""
 
     def __init__(self, path: PathLike, **attrs):
         self.path = Path(path)
-        self.image = io.BytesIO()  # HDF5 writes to memory: on a full disk it would crash the process
-        self.file = h5py.File(self.image, "w")
+        with writing(self.path):
+            self.tmp = Path(temp_file_beside(self.path))
+        try:
+            self._check_room()
+            self.file = h5py.File(self.tmp, "w")
+        except BaseException:
+            self.tmp.unlink()
+            raise
         self.group = self.file.create_group("sentences")
         for k, v in attrs.items():
             self.file.attrs[k] = v
         self.count = 0
 
+    def _check_room(self) -> None:
+        disk = shutil.disk_usage(self.tmp.parent)
+        if disk.free < min(RESERVE, disk.total // 16):
+            raise DiskFull(self.path)
+
     def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
             attention: dict[str, np.ndarray], labels: Optional[dict[str, Sequence[str]]] = None) -> None:
         """Add sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
+        self._check_room()
         g = self.group.create_group(str(index))
         g.create_dataset("src_tokens", data=np.array(list(src_tokens), dtype=object), dtype=STR)
         g.create_dataset("tgt_tokens", data=np.array(list(tgt_tokens), dtype=object), dtype=STR)
@@ -54,18 +74,23 @@ class AttentionWriter:
             d = a.create_dataset(name, data=np.asarray(weights, dtype=np.float32), compression="gzip", compression_opts=1)
             if labels and name in labels:
                 d.attrs.create("labels", np.array(list(labels[name]), dtype=object), dtype=STR)
+        self.file.flush()  # on the disk now, so that the next check of the room left is true
         self.count = max(self.count, index + 1)
 
     def close(self) -> None:
-        """Write the file (atomically: a failure leaves nothing under its name)."""
-        self.file.attrs["sentences"] = self.count
-        self.file.close()
-        with atomic_output(self.path, "wb") as out:
-            out.write(self.image.getbuffer())
+        """Finish the file and give it its name."""
+        with writing(self.path):
+            self.file.attrs["sentences"] = self.count
+            self.file.close()
+            os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
-        """Give up: nothing is written."""
-        self.file.close()
+        """Give up: the temporary file is removed."""
+        try:
+            self.file.close()
+        except (OSError, RuntimeError):  # the disk may be full: the file goes anyway
+            pass
+        self.tmp.unlink(missing_ok=True)
 
 
 class AttentionFile:

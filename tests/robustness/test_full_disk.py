@@ -80,7 +80,9 @@ def test_translate_output_and_attention_files(small_disk, trained_ckpt, lines):
                    "code=$?; ls -A $DISK; exit $code")
     assert_one_line(r, f"no space left on device while writing {r.args[-1].split('DISK=')[1].split(';')[0]}/out.de")
     assert "out.de" not in r.stdout  # neither the file nor its temporary
-    r = small_disk(f"fill; {nmtkit_line('translate', '-m', trained_ckpt, '--greedy', '-i', lines)} "
+    many = lines.parent / "many.en"  # 3,000 lines: more attention than the 400 kB left hold
+    many.write_text(lines.read_text() * 100)
+    r = small_disk(f"fill 409600; {nmtkit_line('translate', '-m', trained_ckpt, '--greedy', '-i', many)} "
                    "--attention-out $DISK/attn.h5 > /dev/null; code=$?; ls -A $DISK; exit $code")
     assert r.returncode == 1 and "no space left on device while writing" in r.stderr and "attn.h5" in r.stderr
     assert r.stderr.count("\n") == 1 and "attn.h5" not in r.stdout
