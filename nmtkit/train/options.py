@@ -22,6 +22,8 @@ TRAIN_OPTIONS = [
     Option("batch_size", 64, "sentences per batch, or target+source tokens per batch with --batch-type tokens",
            allows=POSITIVE),
     Option("batch_type", "sents", "count batches in sentences or tokens", choices=("sents", "tokens")),
+    Option("accum_steps", 1, "batches per update: their gradients are summed into one update, the same as one "
+           "batch of their union", allows=Range(1, 1024)),
     Option("max_len", 100, "skip (and count) training pairs longer than this many tokens on either side",
            allows=POSITIVE),
     Option("optimizer", "adam", "optimiser", choices=OPTIMIZERS),

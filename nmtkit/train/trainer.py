@@ -3,10 +3,12 @@ at their times. The parts live beside it: :mod:`~nmtkit.train.validation`, :mod:
 :mod:`~nmtkit.train.run_state`, :mod:`~nmtkit.train.warm_start`."""
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 import torch
 import yaml
@@ -30,6 +32,13 @@ from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
 from nmtkit.train.validation import EarlyStopping, validate
 from nmtkit.train.warm_start import warm_start
+
+
+def chunked(items: Iterable[Batch], k: int) -> Iterator[list[Batch]]:
+    """Consecutive groups of ``k`` batches (the last one of an epoch may be shorter)."""
+    it = iter(items)
+    while group := list(itertools.islice(it, k)):
+        yield group
 
 
 class Trainer:
@@ -139,35 +148,48 @@ class Trainer:
                 + ("loaded for matching parameters (--init-optimizer)" if init_optimizer else "fresh"))
 
     # -- one update -----------------------------------------------------------------
-    def _update(self, batch: Batch) -> Optional[float]:
-        """Forward, backward and optimiser step; returns the summed loss of the (forward) decoder, or None if skipped (OOM)."""
-        batch = batch.to(self.device)
-        try:
-            with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
-                                enabled=self.amp_dtype is not None):
-                out = self.net(batch)
-                smoothing = self.config["label_smoothing"]
-                nll = loss = cross_entropy(out.logits, batch.tgt_out, smoothing=smoothing)  # what the log reports
-                for aux_logits, gold in out.auxiliary:  # decoders trained jointly (Eq. 20, 23)
-                    loss = loss + cross_entropy(aux_logits, gold, smoothing=smoothing)
-                for term in out.losses.values():
-                    loss = loss + term
-            self.scaler.scale(loss / batch.tgt_tokens).backward()
-        except RuntimeError as e:
-            if not is_out_of_memory(e) or self.dist.enabled:
-                raise
-            self.optimizer.zero_grad(set_to_none=True)
-            self.progress.oom_skipped += 1
-            warn(f"out of memory on a batch of {batch.shape_text()}: skipped ({self.progress.oom_skipped} so far); "
-                 "lower --batch-size or --max-len")
-            return None
+    def _update(self, batches: list[Batch]) -> Optional[float]:
+        """Forward and backward of each batch, then one optimiser step: the gradient of the summed loss over all
+        their target tokens, as for one batch of their union (``--accum-steps``). Returns the summed loss of the
+        (forward) decoder, or None if the update was skipped (out of memory)."""
+        tokens = sum(b.tgt_tokens for b in batches)
+        nll_sum = 0.0
+        for i, batch in enumerate(batches):
+            batch = batch.to(self.device)
+            last = i == len(batches) - 1
+            try:  # gradients are averaged across processes once, at the last batch
+                with self.net.no_sync() if self.dist.enabled and not last else contextlib.nullcontext():
+                    nll, loss = self._loss(batch)
+                    self.scaler.scale(loss / tokens).backward()
+            except RuntimeError as e:
+                if not is_out_of_memory(e) or self.dist.enabled:
+                    raise
+                self.optimizer.zero_grad(set_to_none=True)
+                self.progress.oom_skipped += 1
+                warn(f"out of memory on a batch of {batch.shape_text()}: skipped ({self.progress.oom_skipped} so far);"
+                     " lower --batch-size or --max-len")
+                return None
+            nll_sum += float(nll.detach())
         if self.config["clip_norm"] > 0:
             self.scaler.unscale_(self.optimizer)
             nn.utils.clip_grad_norm_(self.model.parameters(), self.config["clip_norm"])
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(nll.detach())
+        return nll_sum
+
+    def _loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The forward decoder's summed cross-entropy (what the log reports) and the loss to minimise: it, the
+        auxiliary decoders' (Eq. 20, 23) and any extra terms of the model."""
+        with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None):
+            out = self.net(batch)
+            smoothing = self.config["label_smoothing"]
+            nll = loss = cross_entropy(out.logits, batch.tgt_out, smoothing=smoothing)
+            for aux_logits, gold in out.auxiliary:
+                loss = loss + cross_entropy(aux_logits, gold, smoothing=smoothing)
+            for term in out.losses.values():
+                loss = loss + term
+        return nll, loss
 
     # -- the loop ---------------------------------------------------------------------
     def train(self) -> dict:
@@ -196,19 +218,20 @@ class Trainer:
         with progress(transient=False) as bar:
             task = bar.add_task("training", total=c["max_steps"] or None, completed=p.step, info="")
             while stop_reason is None:
-                for batch in self.batches.epoch(p.epoch, skip=p.batch):
+                for group in chunked(self.batches.epoch(p.epoch, skip=p.batch), c["accum_steps"]):
                     t0 = time.perf_counter()
-                    loss = self._update(batch)
+                    loss = self._update(group)
                     dt = time.perf_counter() - t0
-                    p.batch += 1
+                    p.batch += len(group)
                     if loss is None:
                         continue
                     p.step += 1
                     set_lr(self.optimizer, self.schedule.on_update(p.step))
                     p.elapsed += dt
-                    p.tokens += batch.tgt_tokens
+                    tokens = sum(b.tgt_tokens for b in group)
+                    p.tokens += tokens
                     p.window_loss += loss
-                    p.window_tokens += batch.tgt_tokens
+                    p.window_tokens += tokens
                     p.window_time += dt
                     if p.step % c["log_every"] == 0:
                         self._log_train(bar, task)

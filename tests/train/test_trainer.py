@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from nmtkit.config import resolve
+from nmtkit.data.batching import examples_batch
 from nmtkit.data.preprocess import VocabSpec, preprocess
+from nmtkit.data.shards import Shard
 from nmtkit.errors import NmtkitError
 from nmtkit.models import get_spec
 from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
@@ -108,7 +110,8 @@ def _ddp_worker(rank, corpus, save_dir, port, out):
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     info = init_distributed(torch.device("cpu"), 60)
-    trainer = Trainer(config(data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2, threads=1),
+    trainer = Trainer(config(data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2, threads=1,
+                             accum_steps=2),
                       info)
     trainer.train()
     params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
@@ -189,3 +192,18 @@ def test_resume_maps_the_optimizer_state_by_name_when_the_order_differs(reverse_
     trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=3), resume=True)
     for i, p in enumerate(trainer.model.parameters()):
         assert torch.equal(trainer.optimizer.state[p]["exp_avg"], state[i]["exp_avg"])
+
+
+def test_an_update_over_k_batches_equals_one_update_over_their_union(reverse_corpus, tmp_path):
+    trainers = [Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / n), optimizer="sgd", lr=0.5,
+                               clip_norm=0.0, label_smoothing=0.1, accum_steps=3)) for n in "ab"]
+    data = Shard(trainers[0].corpus.shard_paths("train")[0])
+    parts = [examples_batch([(data, i) for i in range(k, k + 5)]) for k in (0, 5, 10)]
+    union = examples_batch([(data, i) for i in range(15)])
+    loss_parts = trainers[0]._update(parts)
+    loss_union = trainers[1]._update([union])
+    assert loss_parts == pytest.approx(loss_union, rel=1e-5)
+    for (name, a), b in zip(trainers[0].model.named_parameters(), trainers[1].model.parameters()):
+        assert torch.allclose(a, b, atol=1e-6), name
+    before = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "c"))).model
+    assert not torch.allclose(next(before.parameters()), next(trainers[0].model.parameters()))
