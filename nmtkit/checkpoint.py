@@ -127,3 +127,17 @@ def checkpoint_vocabs(ckpt: dict) -> dict[str, Vocab]:
 def checkpoint_meta(ckpt: dict) -> CorpusMeta:
     """The corpus streams (kinds and sizes) a checkpoint's model was built for."""
     return CorpusMeta.from_state(ckpt["corpus"])
+
+
+STEP_FILE = re.compile(r"step-(\d+)\.pt")
+
+
+def step_file(step: int) -> str:
+    """The name of the checkpoint a run keeps of the validation at ``step`` (``train --keep-checkpoints``)."""
+    return f"step-{step}.pt"
+
+
+def kept_checkpoints(run: PathLike) -> list[Path]:
+    """The step checkpoints a run folder keeps, oldest first."""
+    found = [(int(m.group(1)), p) for p in Path(run).iterdir() if (m := STEP_FILE.fullmatch(p.name))]
+    return [p for _, p in sorted(found)]

@@ -94,6 +94,7 @@ def main() -> None:
 def _register() -> None:
     from nmtkit.cli import (
         align,
+        average,
         bucket_bleu,
         check_corpus,
         demo_corpus,
@@ -105,8 +106,8 @@ def _register() -> None:
         translate,
     )
 
-    for module in (preprocess, check_corpus, train, translate, score, replace_unk, bucket_bleu, plot_attn, align,
-                   demo_corpus):
+    for module in (preprocess, check_corpus, train, average, translate, score, replace_unk, bucket_bleu, plot_attn,
+                   align, demo_corpus):
         main.add_command(module.command)
 
 

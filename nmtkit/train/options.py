@@ -48,6 +48,8 @@ TRAIN_OPTIONS = [
     Option("valid_every", 1000, "validate (perplexity and BLEU) and save checkpoints every N updates", allows=POSITIVE),
     Option("save_every", 0, "also save last.pt every N updates between validations (0: only at validation)",
            allows=COUNT),
+    Option("keep_checkpoints", 0, "also keep the model of the last N validations as step-STEP.pt, for "
+           "'nmtkit average' (0: none)", allows=COUNT),
     Option("valid_beam", 1, "beam size for validation BLEU (1: greedy)", allows=BEAM),
     Option("valid_max_sentences", 0, "translate at most this many validation sentences for BLEU (0: all)", allows=COUNT),
     Option("valid_batch_size", 32, "sentences per batch when translating the validation set", allows=POSITIVE),

@@ -14,7 +14,7 @@ import torch
 import yaml
 from torch import nn
 
-from nmtkit.checkpoint import first_mismatch, load_checkpoint, save_checkpoint
+from nmtkit.checkpoint import first_mismatch, kept_checkpoints, load_checkpoint, save_checkpoint, step_file
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
@@ -305,6 +305,7 @@ class Trainer:
             if improved:
                 self._save("best.pt")
             self._save("last.pt")
+            self._keep_checkpoint()
         result = broadcast(result, self.dist)
         self.schedule.lr = result["lr"]
         set_lr(self.optimizer, self.schedule.lr)
@@ -313,6 +314,17 @@ class Trainer:
     def _trainable_names(self) -> list[str]:
         """The names of the parameters the optimiser updates, in its order."""
         return [n for n, p in self.model.named_parameters() if p.requires_grad]
+
+    def _keep_checkpoint(self) -> None:
+        """The model of this validation as step-STEP.pt (what decoding needs), the last ``keep_checkpoints`` kept."""
+        keep = self.config["keep_checkpoints"]
+        if not keep:
+            return
+        save_checkpoint(self.save_dir / step_file(self.progress.step), {
+            "config": dict(self.config), "model": self.model.state_dict(), "corpus": self.corpus.meta.state(),
+            "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()}})
+        for old in kept_checkpoints(self.save_dir)[:-keep]:
+            old.unlink()
 
     def _save(self, name: str) -> None:
         if not self.dist.is_main:

@@ -1,0 +1,39 @@
+"""nmtkit average: average the parameters of several checkpoints into one."""
+from __future__ import annotations
+
+import click
+
+from nmtkit.cli.options import Checked
+from nmtkit.config import POSITIVE
+
+
+@click.command("average")
+@click.argument("checkpoints", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--run", "run_dir", type=click.Path(file_okay=False),
+              help="a run folder: average the step checkpoints it kept (train --keep-checkpoints)")
+@click.option("--last", type=Checked(int, POSITIVE), help="with --run: only the last N of them")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="the averaged checkpoint, written atomically")
+def command(checkpoints, run_dir, last, output):
+    """Average the parameters of CHECKPOINTS (or of the last N a run kept) into one checkpoint for decoding.
+
+    \b
+    nmtkit train ... --keep-checkpoints 5
+    nmtkit average --run run/ --last 5 -o run/averaged.pt
+    nmtkit average run/step-8000.pt run/step-9000.pt run/step-10000.pt -o averaged.pt
+    """
+    from nmtkit.checkpoint import kept_checkpoints, save_checkpoint
+    from nmtkit.errors import NmtkitError
+    from nmtkit.progress import log
+    from nmtkit.tools.average import average_checkpoints
+
+    if bool(checkpoints) == bool(run_dir) or (last and not run_dir):
+        raise NmtkitError("average: give CHECKPOINTS, or --run DIR [--last N]", exit_code=2)
+    paths = list(checkpoints)
+    if run_dir:
+        paths = kept_checkpoints(run_dir)[-(last or 0):]
+        if not paths:
+            raise NmtkitError(f"--run {run_dir}: no step-STEP.pt checkpoints (train with --keep-checkpoints N)",
+                              exit_code=2)
+    save_checkpoint(output, average_checkpoints(paths))
+    log(f"averaged {len(paths)} checkpoints ({', '.join(str(p) for p in paths)}) into {output}")

@@ -1,0 +1,16 @@
+from tests.conftest import TINY_MODEL, run
+
+
+def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_with(corpus_dir, tmp_path):
+    save = tmp_path / "run"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 8, "--valid-every", 2,
+         "--valid-max-sentences", 2, "--keep-checkpoints", 3])
+    assert sorted(p.name for p in save.glob("step-*.pt")) == ["step-4.pt", "step-6.pt", "step-8.pt"]
+    r = run(["average", "--run", save, "--last", 2, "-o", tmp_path / "avg.pt"])
+    assert f"averaged 2 checkpoints ({save / 'step-6.pt'}, {save / 'step-8.pt'})" in r.stderr
+    out = run(["translate", "-m", tmp_path / "avg.pt", "--greedy"], input="forty-two\n").stdout
+    assert len(out.splitlines()) == 1
+    r = run(["average", "-o", tmp_path / "x.pt"], ok=False)
+    assert r.exit_code == 2 and "give CHECKPOINTS, or --run DIR [--last N]" in r.stderr
+    r = run(["average", "--run", tmp_path, "-o", tmp_path / "x.pt"], ok=False)
+    assert "no step-STEP.pt checkpoints" in r.stderr and not (tmp_path / "x.pt").exists()
