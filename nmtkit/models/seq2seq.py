@@ -59,6 +59,10 @@ class Seq2Seq(nn.Module):
     #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).
     inputs: tuple[str, ...] = ("src",)
 
+    #: Names of the columns of attention kinds whose columns are not tokens (``encoders``: the parts of the
+    #: memory), for attention files and their pictures.
+    attention_labels: dict[str, tuple[str, ...]] = {}
+
     #: Whether ``forward`` and ``decode_step`` must give attention weights. A model may skip computing them
     #: when not (the Transformer's fused attention computes none); set it for a block with
     #: :meth:`attention_weights`. The search asks for them for attention files; training never does.

@@ -121,6 +121,57 @@ class DecoderLayer(nn.Module):
         return self.sub(2, y, self.ffn), w, kv
 
 
+class DecoderStack(nn.Module):
+    """Decoder layers and, with pre-norm, the final normalisation; run over a whole target prefix (training) or
+    one step at a time with the keys and values of earlier steps in a :class:`DecoderState` under ``prefix``."""
+
+    def __init__(self, layers: int, layer_args: tuple, prefix: str):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(layers))
+        self.norm = nn.LayerNorm(layer_args[0]) if layer_args[-1] else nn.Identity()
+        self.prefix = prefix
+
+    def memory(self, h: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each layer's keys and values of a memory ``[B, S, d]``."""
+        return [layer.memory_attention.keys_values(h) for layer in self.layers]
+
+    def forward(self, y: torch.Tensor, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
+                weights: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Outputs ``[B, T, d]`` over the embedded prefix ``y`` and, if asked, the last layer's memory attention."""
+        w = None
+        for i, (layer, kv) in enumerate(zip(self.layers, memory)):
+            y, w, _ = layer(y, kv, mask, weights=weights and i == len(self.layers) - 1)
+        return self.norm(y), w
+
+    def start(self, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The state tensors before the first step: the memory's keys and values and mask, empty caches."""
+        k0 = memory[0][0]
+        empty = k0.new_zeros(k0.size(0), k0.size(1), 0, k0.size(3))
+        p = self.prefix
+        tensors = {f"{p}mask": mask}
+        for i, (k, v) in enumerate(memory):
+            tensors.update({f"{p}memory_k{i}": k, f"{p}memory_v{i}": v, f"{p}self_k{i}": empty, f"{p}self_v{i}": empty})
+        return tensors
+
+    def statics(self, tensors: Mapping[str, torch.Tensor]) -> list[str]:
+        """The names of :meth:`start`'s tensors that depend on the source only."""
+        return [n for n in tensors if n.startswith((f"{self.prefix}memory", f"{self.prefix}mask"))]
+
+    def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
+             ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[torch.Tensor]]:
+        """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
+        p, w, updates = self.prefix, None, {}
+        for i, layer in enumerate(self.layers):
+            memory = (state[f"{p}memory_k{i}"], state[f"{p}memory_v{i}"])
+            y, w, (k, v) = layer(y, memory, state[f"{p}mask"], cache=(state[f"{p}self_k{i}"], state[f"{p}self_v{i}"]),
+                                 weights=weights and i == len(self.layers) - 1)
+            updates[f"{p}self_k{i}"], updates[f"{p}self_v{i}"] = k, v
+        return self.norm(y.squeeze(1)), updates, None if w is None else w.squeeze(1)
+
+    def steps_done(self, state: DecoderState) -> int:
+        return state[f"{self.prefix}self_k0"].size(2)
+
+
 class Positions(nn.Module):
     """Sinusoidal (PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)) or learned positions."""
 
@@ -159,11 +210,11 @@ class Transformer(Seq2Seq):
         self.positions = Positions(d_model, positions, max_positions)
         layer_args = (d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, self.pre_norm)
         self.encoder = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(dec_layers))
         self.enc_norm = nn.LayerNorm(d_model) if self.pre_norm else nn.Identity()
-        self.dec_norm = nn.LayerNorm(d_model) if self.pre_norm else nn.Identity()
+        self.decoder = DecoderStack(dec_layers, layer_args, "")
         self.output = nn.Linear(d_model, tgt_vocab, bias=False)
         self.dropout = nn.Dropout(dropout)
+        self.layer_args, self.tie = layer_args, tie_embeddings
         self._init_parameters(tie_embeddings)
 
     def _init_parameters(self, tie: bool) -> None:
@@ -190,40 +241,32 @@ class Transformer(Seq2Seq):
             h = layer(h, mask)
         return self.enc_norm(h), mask
 
-    def _memory(self, h_enc: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [layer.memory_attention.keys_values(h_enc) for layer in self.decoder]
+    def memory(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the decoder attends to ``[B, M, d]`` and its mask ``[B, 1, 1, M]``: H_enc (Eq. 8), M = S."""
+        return self._encode(batch)
+
+    def attention(self, w: Optional[torch.Tensor], sources: int) -> AttentionWeights:
+        """Attention weights for attention files from the last layer's weights over the memory, whose first
+        ``sources`` positions are the source's."""
+        return {"source": w} if w is not None else {}
 
     def forward(self, batch: Batch) -> ModelOutput:
-        h_enc, mask = self._encode(batch)
-        y = self._embed(self.tgt_emb, batch.tgt_in)
-        w = None
-        for i, (layer, memory) in enumerate(zip(self.decoder, self._memory(h_enc))):
-            y, w, _ = layer(y, memory, mask, weights=self.weights_wanted and i == len(self.decoder) - 1)
-        logits = self.output(self.dec_norm(y))
-        return ModelOutput(logits, {"source": w} if w is not None else {})
+        memory, mask = self.memory(batch)
+        h, w = self.decoder(self._embed(self.tgt_emb, batch.tgt_in), self.decoder.memory(memory), mask,
+                            self.weights_wanted)
+        return ModelOutput(self.output(h), self.attention(w, batch["src"].data.size(1)))
 
     def encode(self, batch: Batch) -> DecoderState:
-        h_enc, mask = self._encode(batch)
-        b, heads, d_head = h_enc.size(0), self.decoder[0].self_attention.heads, self.decoder[0].self_attention.d_head
-        empty = h_enc.new_zeros(b, heads, 0, d_head)
-        tensors = {"mask": mask}
-        for i, (k, v) in enumerate(self._memory(h_enc)):
-            tensors.update({f"memory_k{i}": k, f"memory_v{i}": v, f"self_k{i}": empty, f"self_v{i}": empty})
-        return DecoderState(tensors, static=[n for n in tensors if n.startswith(("memory", "mask"))])
+        memory, mask = self.memory(batch)
+        tensors = self.decoder.start(self.decoder.memory(memory), mask)
+        sources = torch.full_like(batch["src"].lengths, batch["src"].data.size(1))  # S of every row, for attention()
+        return DecoderState({**tensors, "sources": sources}, static=self.decoder.statics(tensors) + ["sources"])
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        step = state["self_k0"].size(2)
-        y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=step)
-        updates, w = {}, None
-        last = len(self.decoder) - 1
-        for i, layer in enumerate(self.decoder):
-            memory = (state[f"memory_k{i}"], state[f"memory_v{i}"])
-            y, w, (k, v) = layer(y, memory, state["mask"], cache=(state[f"self_k{i}"], state[f"self_v{i}"]),
-                                 weights=self.weights_wanted and i == last)
-            updates[f"self_k{i}"], updates[f"self_v{i}"] = k, v
-        logits = self.output(self.dec_norm(y.squeeze(1)))
-        return torch.log_softmax(logits.float(), dim=-1), state.replace(**updates), \
-            {"source": w.squeeze(1)} if w is not None else {}
+        y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=self.decoder.steps_done(state))
+        h, updates, w = self.decoder.step(y, state, self.weights_wanted)
+        return torch.log_softmax(self.output(h).float(), dim=-1), state.replace(**updates), \
+            self.attention(w, int(state["sources"][0]))
 
 
 @register_model("transformer", TRANSFORMER_OPTIONS, "the Transformer (Vaswani et al. 2017; "

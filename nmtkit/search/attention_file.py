@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import h5py
 import numpy as np
@@ -63,7 +63,7 @@ class AttentionWriter:
             raise DiskFull(self.path)
 
     def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
-            attention: dict[str, np.ndarray], labels: Optional[dict[str, Sequence[str]]] = None) -> None:
+            attention: dict[str, np.ndarray], labels: Optional[Mapping[str, Sequence[str]]] = None) -> None:
         """Add sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
         self._check_room()
         g = self.group.create_group(str(index))

@@ -144,4 +144,4 @@ class Translator:
         attention = dict(hyp.attention)
         if "source" in attention:
             attention["source"] = attention["source"][:, :len(src_tokens)]
-        self.attention_out.add(index, src_tokens, tgt_tokens, attention)
+        self.attention_out.add(index, src_tokens, tgt_tokens, attention, self.model.attention_labels)

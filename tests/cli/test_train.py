@@ -226,3 +226,22 @@ def test_a_transformer_trains_resumes_and_translates(corpus_dir, tmp_path):
         assert w.shape == (len(f[2]["tgt_tokens"]), 4) and abs(w.sum(-1) - 1).max() < 1e-5
     greedy = run(["translate", "-m", save / "last.pt", "--greedy"], input="forty-two\n").stdout
     assert greedy.strip()
+
+
+def test_bitatt_transformer_warm_starts_from_a_transformer_and_decodes_in_two_passes(corpus_dir, tmp_path):
+    tiny = ["--d-model", 32, "--ffn-size", 64, "--heads", 4, "--enc-layers", 1, "--dec-layers", 1,
+            "--batch-size", 32, "--valid-max-sentences", 4]
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", "--arch", "transformer", *tiny,
+         "--max-steps", 10, "--valid-every", 10])
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "bi", "--arch", "bitatt-transformer", *tiny,
+             "--init-from", tmp_path / "t" / "last.pt", "--max-steps", 10, "--valid-every", 10])
+    assert "reverse." in r.stderr  # the reverse decoder is new, listed by the warm start
+    r = run(["translate", "-m", tmp_path / "bi" / "last.pt", "--beam", 3, "--attention-out", tmp_path / "a.h5"],
+            input="forty-two\n\nseven hundred one\n")
+    assert len(r.stdout.split("\n")) == 4
+    with AttentionFile(tmp_path / "a.h5") as f:
+        s = f[2]
+        assert s["attention"]["source"].shape == (len(s["tgt_tokens"]), 4)
+        assert s["labels"]["encoders"] == ["source", "reverse target"] and s["attention"]["encoders"].shape[1] == 2
+    run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--kind", "encoders", "-o", tmp_path / "enc.png"])
+    assert (tmp_path / "enc.png").stat().st_size > 0
