@@ -3,7 +3,7 @@
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint cjk-font
+.PHONY: install extras demo test lint cjk-font
 
 install:
 	$(PYTHON) -m pip install "$(TORCH)"
@@ -12,7 +12,11 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-test: install cjk-font lint
+# the optional extras, so that the tests exercise them (export to CTranslate2)
+extras: install
+	$(PYTHON) -m pip install -e ".[test,ctranslate2]"
+
+test: extras cjk-font lint
 	$(PYTHON) -m pytest -q tests
 
 # ruff (pyflakes, pycodestyle, bugbear, import order) everywhere; mypy on the interfaces (pyproject.toml)

@@ -98,6 +98,7 @@ def _register() -> None:
         bucket_bleu,
         check_corpus,
         demo_corpus,
+        export,
         plot_attn,
         preprocess,
         replace_unk,
@@ -106,8 +107,8 @@ def _register() -> None:
         translate,
     )
 
-    for module in (preprocess, check_corpus, train, average, translate, score, replace_unk, bucket_bleu, plot_attn,
-                   align, demo_corpus):
+    for module in (preprocess, check_corpus, train, average, translate, export, score, replace_unk, bucket_bleu,
+                   plot_attn, align, demo_corpus):
         main.add_command(module.command)
 
 
