@@ -6,23 +6,12 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model
-from tests.models.test_transformer import TINY, V_SRC, V_TGT, batch
+from tests.models.test_transformer import TINY, V_SRC, V_TGT, batch, step_by_step
 
 
 def model(**over):
     torch.manual_seed(0)
     return build_model({**TINY, "arch": "bitatt-transformer", **over}, CorpusMeta.text(V_SRC, V_TGT)).eval()
-
-
-def step_by_step(m, b):
-    out, weights = [], []
-    with torch.no_grad(), m.attention_weights(True):
-        state = m.encode(b)
-        for t in range(b.tgt_in.size(1)):
-            lp, state, att = m.decode_step(b.tgt_in[:, t], state)
-            out.append(lp)
-            weights.append(att)
-    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
 
 
 def test_two_pass_decoding_equals_the_teacher_forced_pass_over_the_greedy_reverse_states():

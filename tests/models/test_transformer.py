@@ -33,14 +33,15 @@ def teacher_forced(m, b, weights=True):
 
 
 def step_by_step(m, b):
-    out, alphas = [], []
+    """Log-probabilities ``[B, T, V]`` of decoding ``b``'s target step by step, and the attention of each kind."""
+    out, weights = [], []
     with torch.no_grad(), m.attention_weights(True):
         state = m.encode(b)
         for t in range(b.tgt_in.size(1)):
             lp, state, att = m.decode_step(b.tgt_in[:, t], state)
             out.append(lp)
-            alphas.append(att["source"])
-    return torch.stack(out, 1), torch.stack(alphas, 1)
+            weights.append(att)
+    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
 
 
 VARIANTS = [{}, {"norm": "pre"}, {"positions": "learned"}, {"tie_embeddings": False}]
@@ -53,7 +54,7 @@ def test_cached_incremental_decoding_equals_the_teacher_forced_forward(over):
     lp, alphas = step_by_step(m, b)
     real = b.tgt_out != 0
     assert torch.allclose(torch.log_softmax(logits, -1)[real], lp[real], atol=1e-5)
-    assert torch.allclose(att[real], alphas[real], atol=1e-6)
+    assert torch.allclose(att[real], alphas["source"][real], atol=1e-6)
 
 
 def test_fused_attention_equals_the_explicit_softmax():
