@@ -224,8 +224,10 @@ class Transformer(Seq2Seq):
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
-        for emb in {self.src_emb, self.tgt_emb, self.positions.learned} - {None}:
-            nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
+        embeddings = [self.src_emb, self.tgt_emb, self.positions.learned]
+        for i, emb in enumerate(embeddings):  # in this order, each once (shared ones are one module)
+            if emb is not None and emb not in embeddings[:i]:
+                nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
         self.init_parameters(0.0, [(self.output, self.tgt_emb)] if tie else [])
 
     def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from nmtkit.train.run_log import RunLog
 from tests.conftest import TINY_MODEL, run
 
@@ -34,9 +36,16 @@ def test_a_new_run_moves_a_dead_runs_log_aside(tmp_path):
     assert (tmp_path / "train.jsonl.old1").read_text() == "second\n" and (tmp_path / "train.jsonl.old").exists()
 
 
-def test_a_killed_and_resumed_run_logs_what_the_unkilled_run_logged(corpus_dir, tmp_path):
-    options = ["--data", corpus_dir, *TINY_MODEL, "--log-every", 3, "--valid-every", 4, "--valid-max-sentences", 4,
-               "--batch-size", 16]
+TRANSFORMER = ["--d-model", 32, "--ffn-size", 64, "--heads", 4, "--enc-layers", 1, "--dec-layers", 1]
+
+
+@pytest.mark.parametrize("model", [TINY_MODEL, ["--arch", "transformer", *TRANSFORMER],
+                                   ["--arch", "bitatt-transformer", *TRANSFORMER]],
+                         ids=["rnnsearch", "transformer", "bitatt-transformer"])
+def test_a_killed_and_resumed_run_logs_what_the_unkilled_run_logged(corpus_dir, tmp_path, model):
+    """Resuming is exact for every family: the same losses at every logged step (dropout on: the RNG state too)."""
+    options = ["--data", corpus_dir, *model, "--dropout", 0.1, "--log-every", 3, "--valid-every", 4,
+               "--valid-max-sentences", 4, "--batch-size", 16]
     run(["train", *options, "--save-dir", tmp_path / "whole", "--max-steps", 8])
     killed = tmp_path / "killed"
     run(["train", *options, "--save-dir", killed, "--max-steps", 4])

@@ -21,11 +21,17 @@ from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
 from nmtkit.train.options import TRAIN_OPTIONS
 from nmtkit.train.trainer import Trainer
 
+SIZES = {  # tiny models of each family
+    "rnnsearch": dict(emb_size=32, enc_size=32, dec_size=64),
+    "transformer": dict(d_model=32, ffn_size=64, heads=4, enc_layers=1, dec_layers=1),
+}
+SIZES["bitatt-transformer"] = SIZES["transformer"]
 
-def config(**over):
-    base = dict(emb_size=32, enc_size=32, dec_size=64, dropout=0.0, lr=0.005, batch_size=32, log_every=50,
-                valid_every=100, threads=2)
-    return resolve(TRAIN_OPTIONS + get_spec("rnnsearch").options, {}, {**base, **over})
+
+def config(arch="rnnsearch", **over):
+    base = dict(arch=arch, **SIZES[arch], dropout=0.0, lr=0.005, batch_size=32, log_every=50, valid_every=100,
+                threads=2)
+    return resolve(TRAIN_OPTIONS + get_spec(arch).options, {}, {**base, **over})
 
 
 @pytest.fixture(scope="module")
@@ -105,28 +111,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ddp_worker(rank, corpus, save_dir, port, out):
+def _ddp_worker(rank, arch, corpus, save_dir, port, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     info = init_distributed(torch.device("cpu"), 60)
-    trainer = Trainer(config(data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2, threads=1,
-                             accum_steps=2),
-                      info)
+    trainer = Trainer(config(arch, data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2,
+                             threads=1, accum_steps=2), info)
     trainer.train()
     params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
     torch.save(params, f"{out}.{rank}")
     shutdown(info)
 
 
-def test_two_gloo_processes_stay_in_sync(reverse_corpus, tmp_path):
+@pytest.mark.parametrize("arch", list(SIZES))
+def test_two_gloo_processes_stay_in_sync(reverse_corpus, tmp_path, arch):
     import torch.multiprocessing as mp
 
-    mp.start_processes(_ddp_worker, (str(reverse_corpus), str(tmp_path / "ck"), _free_port(), str(tmp_path / "p")),
+    mp.start_processes(_ddp_worker, (arch, str(reverse_corpus), str(tmp_path / "ck"), _free_port(), str(tmp_path / "p")),
                        nprocs=2, start_method="spawn")
     p0, p1 = torch.load(tmp_path / "p.0"), torch.load(tmp_path / "p.1")
     assert torch.equal(p0, p1)
-    initial = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "x"))).model
+    initial = Trainer(config(arch, data=str(reverse_corpus), save_dir=str(tmp_path / "x"))).model
     assert not torch.equal(p0, torch.cat([p.detach().flatten() for p in initial.parameters()]))
     log = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if r["type"] == "valid"] == [10, 20]
