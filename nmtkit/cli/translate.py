@@ -26,6 +26,10 @@ from nmtkit.errors import NmtkitError
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True, help="sentences per batch (sorted by length)")
 @click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
 @click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file")
+@click.option("--attention-layer", type=Checked(int, POSITIVE),
+              help="with --attention-out, Transformers: the decoder layer whose attention is written [default: last]")
+@click.option("--attention-head", type=Checked(int, POSITIVE),
+              help="with --attention-out, Transformers: the head whose attention is written [default: their mean]")
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
@@ -33,7 +37,7 @@ from nmtkit.errors import NmtkitError
 @click.option("--flush", is_flag=True, help="translate and write each line as soon as it arrives, to serve a pipe as "
                                             "a co-process [default when stdin is a terminal]")
 def command(model_path, input_path, output_path, beam, greedy, n_best, length_penalty, max_len_a, max_len_b,
-            batch_size, max_input_len, attention_out, device, precision, threads, flush):
+            batch_size, max_input_len, attention_out, attention_layer, attention_head, device, precision, threads, flush):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -50,6 +54,8 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
     from nmtkit.search.precision import for_inference
     from nmtkit.search.translator import SearchOptions, Translator
 
+    if (attention_layer or attention_head) and not attention_out:
+        raise NmtkitError("--attention-layer and --attention-head go with --attention-out", exit_code=2)
     if greedy:
         beam = 1
     if n_best > beam:
@@ -58,6 +64,7 @@ def command(model_path, input_path, output_path, beam, greedy, n_best, length_pe
         torch.set_num_threads(threads)
     dev = pick_device(device)
     loaded = load_model(model_path, dev)
+    loaded.model.choose_attention(attention_layer, attention_head)
     model, arithmetic = for_inference(loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
     name = input_path or "<stdin>"

@@ -52,15 +52,16 @@ class MultiHeadAttention(nn.Module):
         return out, w, (k, v)
 
     def attend_memory(self, x: torch.Tensor, keys_values: tuple[torch.Tensor, torch.Tensor],
-                      mask: Optional[torch.Tensor], weights: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+                      mask: Optional[torch.Tensor], weights: bool = False, head: Optional[int] = None
+                      ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Attention of ``x [B, T, d]`` over a memory's :meth:`keys_values`."""
-        return self.attend(self._split(self.q(x)), *keys_values, mask, False, weights)
+        return self.attend(self._split(self.q(x)), *keys_values, mask, False, weights, head)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], causal: bool,
-               weights: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+               weights: bool, head: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Heads ``[B, h, T, d_head]`` attending to ``k, v [B, h, S, d_head]``; ``mask`` (True: visible) broadcasts
         to ``[B, h, T, S]``. Returns the projected output ``[B, T, d]`` and, if asked, the weights ``[B, T, S]``
-        averaged over the heads."""
+        of ``head`` (0-based), or averaged over the heads."""
         p = self.dropout if self.training else 0.0
         if not weights:
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal and mask is None)
@@ -74,5 +75,5 @@ class MultiHeadAttention(nn.Module):
                 scores = scores.masked_fill(~mask, -torch.inf)
             probs = torch.softmax(scores, dim=-1)
             o = F.dropout(probs, p, self.training) @ v
-            w = probs.mean(1)
+            w = probs.mean(1) if head is None else probs[:, head]
         return self.out(o.transpose(1, 2).reshape(q.size(0), q.size(2), -1)), w

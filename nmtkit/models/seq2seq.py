@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import torch
 from torch import nn
 
 from nmtkit.data.batching import Batch
+from nmtkit.errors import NmtkitError
 from nmtkit.models.state import DecoderState
 
 AttentionWeights = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
@@ -67,6 +68,13 @@ class Seq2Seq(nn.Module):
     #: when not (the Transformer's fused attention computes none); set it for a block with
     #: :meth:`attention_weights`. The search asks for them for attention files; training never does.
     weights_wanted: bool = False
+
+    def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
+        """Which attention weights the model gives when asked: those of a layer and head, for models that have
+        several (the Transformers); ``None`` leaves the model's default."""
+        if layer is not None or head is not None:
+            raise NmtkitError(f"--attention-layer/--attention-head: {type(self).__name__} has one attention to give, "
+                              "no layers or heads to choose from", exit_code=2)
 
     @contextmanager
     def attention_weights(self, wanted: bool) -> Iterator[None]:

@@ -99,8 +99,8 @@ class DecoderLayer(nn.Module):
         self.sub = Sublayers(d_model, 3, dropout, pre_norm)
 
     def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor,
-                cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False
-                ) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+                cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False,
+                head: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
         """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
         memory attention weights if asked, the self-attention keys and values."""
         kv: tuple[torch.Tensor, torch.Tensor] = (y, y)
@@ -113,7 +113,7 @@ class DecoderLayer(nn.Module):
 
         def attend_memory(x: torch.Tensor) -> torch.Tensor:
             nonlocal w
-            out, w = self.memory_attention.attend_memory(x, memory, mask, weights)
+            out, w = self.memory_attention.attend_memory(x, memory, mask, weights, head)
             return out
 
         y = self.sub(0, y, self_attend)
@@ -128,8 +128,12 @@ class DecoderStack(nn.Module):
     def __init__(self, layers: int, layer_args: tuple, prefix: str):
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(layers))
-        self.norm = nn.LayerNorm(layer_args[0]) if layer_args[-1] else nn.Identity()
+        self.norm = nn.LayerNorm(layer_args[0]) if layer_args[-1] else nn.Identity()  # layer_args end with pre_norm
         self.prefix = prefix
+        self.shown_layer, self.shown_head = layers - 1, None  # whose memory attention weights are given when asked
+
+    def _shows(self, i: int, weights: bool) -> bool:
+        return weights and i == self.shown_layer
 
     def memory(self, h: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Each layer's keys and values of a memory ``[B, S, d]``."""
@@ -138,10 +142,11 @@ class DecoderStack(nn.Module):
     def forward(self, y: torch.Tensor, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
                 weights: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Outputs ``[B, T, d]`` over the embedded prefix ``y`` and, if asked, the last layer's memory attention."""
-        w = None
+        shown = None
         for i, (layer, kv) in enumerate(zip(self.layers, memory)):
-            y, w, _ = layer(y, kv, mask, weights=weights and i == len(self.layers) - 1)
-        return self.norm(y), w
+            y, w, _ = layer(y, kv, mask, weights=self._shows(i, weights), head=self.shown_head)
+            shown = w if w is not None else shown
+        return self.norm(y), shown
 
     def start(self, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor) -> dict[str, torch.Tensor]:
         """The state tensors before the first step: the memory's keys and values and mask, empty caches."""
@@ -160,13 +165,14 @@ class DecoderStack(nn.Module):
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[torch.Tensor]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
-        p, w, updates = self.prefix, None, {}
+        p, shown, updates = self.prefix, None, {}
         for i, layer in enumerate(self.layers):
             memory = (state[f"{p}memory_k{i}"], state[f"{p}memory_v{i}"])
             y, w, (k, v) = layer(y, memory, state[f"{p}mask"], cache=(state[f"{p}self_k{i}"], state[f"{p}self_v{i}"]),
-                                 weights=weights and i == len(self.layers) - 1)
+                                 weights=self._shows(i, weights), head=self.shown_head)
+            shown = w if w is not None else shown
             updates[f"{p}self_k{i}"], updates[f"{p}self_v{i}"] = k, v
-        return self.norm(y.squeeze(1)), updates, None if w is None else w.squeeze(1)
+        return self.norm(y.squeeze(1)), updates, None if shown is None else shown.squeeze(1)
 
     def steps_done(self, state: DecoderState) -> int:
         return state[f"{self.prefix}self_k0"].size(2)
@@ -246,6 +252,17 @@ class Transformer(Seq2Seq):
     def memory(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """What the decoder attends to ``[B, M, d]`` and its mask ``[B, 1, 1, M]``: H_enc (Eq. 8), M = S."""
         return self._encode(batch)
+
+    def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
+        """The weights given when asked: the memory attention of decoder ``layer`` (1-based; default the last),
+        of ``head`` (1-based; default the mean over the heads)."""
+        layers, heads = len(self.decoder.layers), self.decoder.layers[0].memory_attention.heads
+        if layer is not None and not 1 <= layer <= layers:
+            raise NmtkitError(f"--attention-layer: this model has decoder layers 1..{layers}, not {layer}", exit_code=2)
+        if head is not None and not 1 <= head <= heads:
+            raise NmtkitError(f"--attention-head: this model has heads 1..{heads}, not {head}", exit_code=2)
+        self.decoder.shown_layer = (layer or layers) - 1
+        self.decoder.shown_head = None if head is None else head - 1
 
     def attention(self, w: Optional[torch.Tensor], sources: int) -> AttentionWeights:
         """Attention weights for attention files from the last layer's weights over the memory, whose first

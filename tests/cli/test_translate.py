@@ -76,3 +76,11 @@ def test_flush_serves_a_pipe_line_by_line(trained_ckpt):
         assert proc.wait(60) == 0 and proc.stdout.read() == b""
     finally:
         proc.kill()
+
+
+def test_attention_layers_and_heads_are_for_models_that_have_them(trained_ckpt, tmp_path):
+    r = run(["translate", "-m", trained_ckpt, "--attention-layer", 1], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--attention-layer and --attention-head go with --attention-out" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--attention-head", 1, "--attention-out", tmp_path / "a.h5"],
+            input="one\n", ok=False)
+    assert r.exit_code == 2 and "RNNSearch has one attention to give" in r.stderr and not (tmp_path / "a.h5").exists()

@@ -130,3 +130,24 @@ def test_gradients_reach_every_parameter():
     m(batch()).logits.sum().backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert missing == []
+
+
+def test_a_chosen_layer_and_head_give_their_own_weights():
+    m, b = model(), batch()
+    _, mean_last = teacher_forced(m, b)
+    m.choose_attention(layer=1, head=2)
+    _, chosen = teacher_forced(m, b)
+    _, stepped = step_by_step(m, b)
+    real = b.tgt_out != 0
+    assert torch.allclose(chosen[real], stepped["source"][real], atol=1e-6)
+    assert torch.allclose(chosen.sum(-1), torch.ones(chosen.shape[:2]), atol=1e-6)
+    assert not torch.allclose(chosen, mean_last, atol=1e-3)
+    heads = []
+    for h in range(1, 5):
+        m.choose_attention(layer=2, head=h)
+        heads.append(teacher_forced(m, b)[1])
+    assert torch.allclose(torch.stack(heads).mean(0), mean_last, atol=1e-6)  # the default: the heads' mean
+    with pytest.raises(NmtkitError, match="--attention-layer: this model has decoder layers 1..2, not 3"):
+        m.choose_attention(layer=3)
+    with pytest.raises(NmtkitError, match="--attention-head: this model has heads 1..4, not 5"):
+        m.choose_attention(head=5)
