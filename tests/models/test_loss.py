@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -27,3 +29,12 @@ def test_exact_when_the_gold_probability_underflows():
     ours = cross_entropy(logits, y, ignore_index=-1)
     ref = F.cross_entropy(logits, y, reduction="sum")
     assert torch.isfinite(ours) and ours.item() == pytest.approx(ref.item(), rel=1e-5)
+
+
+def test_label_smoothing_by_hand():
+    """(1 - ε) · −log p(gold) + ε · mean over the vocabulary of −log p(v), on one token of a 4-word vocabulary."""
+    logits = torch.tensor([[1.0, 2.0, 0.5, -1.0]])
+    z = math.log(sum(math.exp(v) for v in (1.0, 2.0, 0.5, -1.0)))
+    logp = [v - z for v in (1.0, 2.0, 0.5, -1.0)]
+    expected = 0.9 * -logp[2] + 0.1 * sum(-v for v in logp) / 4
+    assert cross_entropy(logits, torch.tensor([2]), ignore_index=-1, smoothing=0.1).item() == pytest.approx(expected)
