@@ -153,7 +153,7 @@ class Trainer:
         their target tokens, as for one batch of their union (``--accum-steps``). Returns the summed loss of the
         (forward) decoder, or None if the update was skipped (out of memory)."""
         tokens = sum(b.tgt_tokens for b in batches)
-        nll_sum = 0.0
+        nll_sum = torch.zeros((), device=self.device)
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             last = i == len(batches) - 1
@@ -169,14 +169,14 @@ class Trainer:
                 warn(f"out of memory on a batch of {batch.shape_text()}: skipped ({self.progress.oom_skipped} so far);"
                      " lower --batch-size or --max-len")
                 return None
-            nll_sum += float(nll.detach())
+            nll_sum += nll.detach()
         if self.config["clip_norm"] > 0:
             self.scaler.unscale_(self.optimizer)
             nn.utils.clip_grad_norm_(self.model.parameters(), self.config["clip_norm"])
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return nll_sum
+        return float(nll_sum)  # one host sync per update
 
     def _loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The forward decoder's summed cross-entropy (what the log reports) and the loss to minimise: it, the
@@ -320,9 +320,7 @@ class Trainer:
         keep = self.config["keep_checkpoints"]
         if not keep:
             return
-        save_checkpoint(self.save_dir / step_file(self.progress.step), {
-            "config": dict(self.config), "model": self.model.state_dict(), "corpus": self.corpus.meta.state(),
-            "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()}})
+        save_checkpoint(self.save_dir / step_file(self.progress.step), self._decoding_payload())
         for old in kept_checkpoints(self.save_dir)[:-keep]:
             old.unlink()
 
@@ -330,10 +328,13 @@ class Trainer:
         if not self.dist.is_main:
             return
         save_checkpoint(self.save_dir / name, {
-            "config": dict(self.config), "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            **self._decoding_payload(), "optimizer": self.optimizer.state_dict(),
             "param_names": self._trainable_names(),
             "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
-            "rng": rng_state(), "corpus": self.corpus.meta.state(),
-            "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()},
+            "rng": rng_state(),
         })
+
+    def _decoding_payload(self) -> dict:
+        """What a checkpoint needs to be decoded with (``FOR_DECODING``)."""
+        return {"config": dict(self.config), "model": self.model.state_dict(), "corpus": self.corpus.meta.state(),
+                "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()}}
