@@ -45,7 +45,7 @@ class MultiHeadAttention(nn.Module):
         """Self-attention of ``x [B, T, d]``: its output, its weights if asked for, and its keys and values
         (with ``cache``, the keys and values of earlier steps, those of ``x`` appended: incremental decoding,
         where every earlier position is visible and ``causal`` is not needed)."""
-        q, k, v = (self._split(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = self.qkv(x).view(x.size(0), x.size(1), 3, self.heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         out, w = self.attend(q, k, v, mask, causal, weights)

@@ -14,7 +14,7 @@ computed once per sentence.
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 from torch import nn
@@ -58,22 +58,28 @@ class FeedForward(nn.Module):
         self.inner, self.outer, self.dropout = nn.Linear(d_model, inner), nn.Linear(inner, d_model), nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.outer(self.dropout(torch.relu(self.inner(x))))
+        h = torch.relu(self.inner(x))
+        return self.outer(self.dropout(h) if self.training else h)
 
 
 class Sublayers(nn.Module):
-    """Residual connections with layer normalisation around a layer's sublayers, post- or pre-norm."""
+    """Residual connections with layer normalisation around a layer's sublayers, post- or pre-norm: sublayer ``i``
+    reads :meth:`before` ``(i, x)`` and its output ``f`` joins the residual stream in :meth:`after` ``(i, x, f)``."""
 
     def __init__(self, d_model: int, count: int, dropout: float, pre_norm: bool):
         super().__init__()
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(count))
         self.dropout, self.pre_norm = nn.Dropout(dropout), pre_norm
 
-    def __call__(self, i: int, x: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """x + f(x) normalised, around sublayer ``i``."""
-        if self.pre_norm:
-            return x + self.dropout(f(self.norms[i](x)))
-        return self.norms[i](x + self.dropout(f(x)))
+    def before(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        """The input of sublayer ``i``: x, normalised first with pre-norm."""
+        return self.norms[i](x) if self.pre_norm else x
+
+    def after(self, i: int, x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+        """x + f normalised (post-norm) or x + f (pre-norm), with dropout on f in training."""
+        if self.training:
+            f = self.dropout(f)
+        return x + f if self.pre_norm else self.norms[i](x + f)
 
 
 class EncoderLayer(nn.Module):
@@ -85,8 +91,9 @@ class EncoderLayer(nn.Module):
         self.sub = Sublayers(d_model, 2, dropout, pre_norm)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = self.sub(0, x, lambda y: self.attention.self_attend(y, mask)[0])
-        return self.sub(1, x, self.ffn)
+        sub = self.sub
+        x = sub.after(0, x, self.attention.self_attend(sub.before(0, x), mask)[0])
+        return sub.after(1, x, self.ffn(sub.before(1, x)))
 
 
 class DecoderLayer(nn.Module):
@@ -103,22 +110,12 @@ class DecoderLayer(nn.Module):
                 head: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
         """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
         memory attention weights if asked, the self-attention keys and values."""
-        kv: tuple[torch.Tensor, torch.Tensor] = (y, y)
-        w: Optional[torch.Tensor] = None
-
-        def self_attend(x: torch.Tensor) -> torch.Tensor:
-            nonlocal kv
-            out, _, kv = self.self_attention.self_attend(x, causal=cache is None, cache=cache)
-            return out
-
-        def attend_memory(x: torch.Tensor) -> torch.Tensor:
-            nonlocal w
-            out, w = self.memory_attention.attend_memory(x, memory, mask, weights, head)
-            return out
-
-        y = self.sub(0, y, self_attend)
-        y = self.sub(1, y, attend_memory)
-        return self.sub(2, y, self.ffn), w, kv
+        sub = self.sub
+        a, _, kv = self.self_attention.self_attend(sub.before(0, y), causal=cache is None, cache=cache)
+        y = sub.after(0, y, a)
+        a, w = self.memory_attention.attend_memory(sub.before(1, y), memory, mask, weights, head)
+        y = sub.after(1, y, a)
+        return sub.after(2, y, self.ffn(sub.before(2, y))), w, kv
 
 
 class DecoderStack(nn.Module):
@@ -130,6 +127,9 @@ class DecoderStack(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(layers))
         self.norm = nn.LayerNorm(layer_args[0]) if layer_args[-1] else nn.Identity()  # layer_args end with pre_norm
         self.prefix = prefix
+        # the state's names of each layer's memory keys and values and self-attention caches
+        self.names = [tuple(f"{prefix}{kind}{i}" for kind in ("memory_k", "memory_v", "self_k", "self_v"))
+                      for i in range(layers)]
         self.shown_layer, self.shown_head = layers - 1, None  # whose memory attention weights are given when asked
 
     def _shows(self, i: int, weights: bool) -> bool:
@@ -152,10 +152,9 @@ class DecoderStack(nn.Module):
         """The state tensors before the first step: the memory's keys and values and mask, empty caches."""
         k0 = memory[0][0]
         empty = k0.new_zeros(k0.size(0), k0.size(1), 0, k0.size(3))
-        p = self.prefix
-        tensors = {f"{p}mask": mask}
-        for i, (k, v) in enumerate(memory):
-            tensors.update({f"{p}memory_k{i}": k, f"{p}memory_v{i}": v, f"{p}self_k{i}": empty, f"{p}self_v{i}": empty})
+        tensors = {f"{self.prefix}mask": mask}
+        for names, (k, v) in zip(self.names, memory):
+            tensors.update(zip(names, (k, v, empty, empty)))
         return tensors
 
     def statics(self, tensors: Mapping[str, torch.Tensor]) -> list[str]:
@@ -165,17 +164,16 @@ class DecoderStack(nn.Module):
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[torch.Tensor]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
-        p, shown, updates = self.prefix, None, {}
-        for i, layer in enumerate(self.layers):
-            memory = (state[f"{p}memory_k{i}"], state[f"{p}memory_v{i}"])
-            y, w, (k, v) = layer(y, memory, state[f"{p}mask"], cache=(state[f"{p}self_k{i}"], state[f"{p}self_v{i}"]),
+        shown, updates, mask = None, {}, state[f"{self.prefix}mask"]
+        for i, (layer, (mem_k, mem_v, self_k, self_v)) in enumerate(zip(self.layers, self.names)):
+            y, w, (k, v) = layer(y, (state[mem_k], state[mem_v]), mask, cache=(state[self_k], state[self_v]),
                                  weights=self._shows(i, weights), head=self.shown_head)
             shown = w if w is not None else shown
-            updates[f"{p}self_k{i}"], updates[f"{p}self_v{i}"] = k, v
+            updates[self_k], updates[self_v] = k, v
         return self.norm(y.squeeze(1)), updates, None if shown is None else shown.squeeze(1)
 
     def steps_done(self, state: DecoderState) -> int:
-        return state[f"{self.prefix}self_k0"].size(2)
+        return state[self.names[0][2]].size(2)
 
 
 class Positions(nn.Module):
@@ -185,17 +183,23 @@ class Positions(nn.Module):
         super().__init__()
         self.d_model, self.max_positions = d_model, max_positions
         self.learned = nn.Embedding(max_positions, d_model) if kind == "learned" else None
+        self.table = torch.empty(0, d_model)  # sinusoids computed so far (not a parameter, not saved)
 
     def forward(self, length: int, offset: int, device: torch.device) -> torch.Tensor:
         """Encodings ``[length, d_model]`` of positions offset .. offset + length - 1."""
-        pos = torch.arange(offset, offset + length, device=device)
+        end = offset + length
         if self.learned is not None:
-            if offset + length > self.max_positions:
-                raise NmtkitError(f"a sequence of {offset + length} tokens is longer than the {self.max_positions} "
+            if end > self.max_positions:
+                raise NmtkitError(f"a sequence of {end} tokens is longer than the {self.max_positions} "
                                   "learned positions of this model (max_positions)")
-            return self.learned(pos)
+            return self.learned(torch.arange(offset, end, device=device))
+        if self.table.size(0) < end or self.table.device != device:
+            self.table = self._sinusoids(max(end, 2 * self.table.size(0), 128), device)
+        return self.table[offset:end]
+
+    def _sinusoids(self, length: int, device: torch.device) -> torch.Tensor:
         freq = torch.exp(torch.arange(0, self.d_model, 2, device=device) * (-math.log(10000.0) / self.d_model))
-        angles = pos.unsqueeze(1).float() * freq
+        angles = torch.arange(length, device=device).unsqueeze(1).float() * freq
         return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :self.d_model]
 
 
@@ -238,7 +242,7 @@ class Transformer(Seq2Seq):
 
     def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         x = embedding(tokens) * math.sqrt(self.d_model) + self.positions(tokens.size(1), offset, tokens.device)
-        return self.dropout(x)
+        return self.dropout(x) if self.training else x
 
     def _encode(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """H_enc ``[B, S, d]`` (Eq. 8) and the source mask ``[B, 1, 1, S]`` (True: a real token)."""
@@ -285,7 +289,7 @@ class Transformer(Seq2Seq):
         y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=self.decoder.steps_done(state))
         h, updates, w = self.decoder.step(y, state, self.weights_wanted)
         return torch.log_softmax(self.output(h).float(), dim=-1), state.replace(**updates), \
-            self.attention(w, int(state["sources"][0]))
+            self.attention(w, int(state["sources"][0]) if w is not None else 0)
 
 
 @register_model("transformer", TRANSFORMER_OPTIONS, "the Transformer (Vaswani et al. 2017; "

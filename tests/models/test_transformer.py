@@ -101,10 +101,13 @@ def test_beams_reorder_the_caches_and_leave_the_memory():
 
 
 def test_sinusoidal_positions_are_the_papers():
-    pe = Positions(6, "sinusoidal", 0)(5, 2, torch.device("cpu"))
-    pos, i = 4, 1  # row 2 is position 4; columns 2i and 2i+1
-    assert torch.allclose(pe[2, 2 * i], torch.tensor(pos / 10000 ** (2 * i / 6)).sin())
-    assert torch.allclose(pe[2, 2 * i + 1], torch.tensor(pos / 10000 ** (2 * i / 6)).cos())
+    positions = Positions(6, "sinusoidal", 0)
+    for offset in (2, 500):  # the second lies beyond the table the first one computed
+        pe = positions(5, offset, torch.device("cpu"))
+        pos, i = offset + 2, 1  # row 2 is position offset + 2; columns 2i and 2i+1
+        assert pe.shape == (5, 6)
+        assert torch.allclose(pe[2, 2 * i], torch.tensor(pos / 10000 ** (2 * i / 6)).sin(), atol=1e-5)
+        assert torch.allclose(pe[2, 2 * i + 1], torch.tensor(pos / 10000 ** (2 * i / 6)).cos(), atol=1e-5)
 
 
 def test_embedding_sharing():
