@@ -50,8 +50,8 @@ if [[ $what == decode || $what == quality || $what == all ]]; then
       peak "$runs/decode.$name.mem" nmtkit translate -m "$runs/quality/last.pt" $mode --batch-size 32 --threads 2 \
         --precision "$precision" -i "$data/test.en" -o "$runs/test.$name.de" 2> "$runs/decode.$name.log"
       end=$(date +%s.%N)
-      grep -o "translated .*" "$runs/decode.$name.log"
-      python "$here/summarize.py" decode "$runs/test.$name.de" "$data/test.de" "$runs/decode.$name.mem" "$start" "$end" "$name"
+      python "$here/summarize.py" decode "$runs/test.$name.de" "$data/test.de" "$runs/decode.$name.mem" "$start" "$end" "$name" \
+        "$runs/decode.$name.log"
     done
   done
 fi

@@ -53,7 +53,8 @@ decode)
       peak "$run.decode.$name.mem" nmtkit translate -m "$run/last.pt" $mode --batch-size 32 --threads 2 \
         --precision "$precision" -i "$data/test.en" -o "$run.test.$name.de" 2> "$run.decode.$name.log"
       end=$(date +%s.%N)
-      python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.decode.$name.mem" "$start" "$end" "$name"
+      python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.decode.$name.mem" "$start" "$end" "$name" \
+        "$run.decode.$name.log"
     done
   done ;;
 ct2)
@@ -63,9 +64,9 @@ ct2)
       name=ct2.beam$beam.$quantization
       start=$(date +%s.%N)
       peak "$run.$name.mem" python "$here/ct2_translate.py" "$run.ct2.$quantization" "$spm" "$beam" \
-        < "$data/test.en" > "$run.test.$name.de"
+        < "$data/test.en" > "$run.test.$name.de" 2> "$run.$name.log"
       end=$(date +%s.%N)
-      python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.$name.mem" "$start" "$end" "$name"
+      python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.$name.mem" "$start" "$end" "$name" "$run.$name.log"
     done
   done ;;
 esac
