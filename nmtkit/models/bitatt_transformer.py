@@ -26,7 +26,8 @@ import torch
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import CorpusMeta
-from nmtkit.data.vocab import BOS, EOS, PAD, Vocab
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.models.greedy_pass import greedy_pass
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, max_lengths
 from nmtkit.models.state import DecoderState
@@ -59,25 +60,20 @@ class BiTAttTransformer(Transformer):
     def _reverse_greedy(self, h_enc: torch.Tensor, mask: torch.Tensor, src_lengths: torch.Tensor
                         ) -> tuple[torch.Tensor, torch.Tensor]:
         """R_dec ``[B, K, d]`` of the greedy reverse pass and its mask ``[B, K]``: the states of the steps up to
-        the one that emits ``</s>``, or of a·|x| + b + 1 steps (``REVERSE_MAX_LEN``)."""
+        the one that emits ``</s>``, or of a·|x| + b + 1 steps (``REVERSE_MAX_LEN``); zero beyond."""
+        def step(prev: torch.Tensor, state: DecoderState, t: int) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
+            h, updates, _ = self.reverse.step(self._embed(self.tgt_emb, prev.unsqueeze(1), offset=t), state)
+            return self.output(h), state.replace(**updates), h
+
         tensors = self.reverse.start(self.reverse.memory(h_enc), mask)
-        state = DecoderState(tensors, self.reverse.statics(tensors))
         limit = max_lengths(src_lengths, *REVERSE_MAX_LEN) + 1
-        prev = torch.full_like(src_lengths, BOS)
-        done = torch.zeros_like(src_lengths, dtype=torch.bool)
+        r_dec = h_enc.new_zeros(h_enc.size(0), int(limit.max()), h_enc.size(2))
         lengths = torch.zeros_like(src_lengths)
-        states = []
-        for step in range(int(limit.max())):
-            h, updates, _ = self.reverse.step(self._embed(self.tgt_emb, prev.unsqueeze(1), offset=step), state)
-            state = state.replace(**updates)
-            states.append(h)
-            lengths += (~done).long()
-            prev = self.output(h).argmax(-1)
-            done |= (prev == EOS) | (limit <= step + 1)
-            if done.all():
-                break
-        r_mask = torch.arange(len(states), device=h_enc.device).unsqueeze(0) < lengths.unsqueeze(1)
-        return torch.stack(states, 1) * r_mask.unsqueeze(-1), r_mask
+        for t, live, h, _ in greedy_pass(step, DecoderState(tensors, self.reverse.statics(tensors)), limit):
+            r_dec[live, t - 1] = h
+            lengths[live] = t
+        k = int(lengths.max())
+        return r_dec[:, :k], torch.arange(k, device=h_enc.device).unsqueeze(0) < lengths.unsqueeze(1)
 
     @staticmethod
     def _memory_of(h_enc: torch.Tensor, mask: torch.Tensor, r_dec: torch.Tensor, r_mask: torch.Tensor

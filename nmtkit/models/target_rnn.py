@@ -27,7 +27,8 @@ import torch
 from nmtkit.config import Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import CorpusMeta
-from nmtkit.data.vocab import BOS, EOS, PAD, Vocab
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.models.greedy_pass import greedy_pass
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnnsearch import RNN_OPTIONS, RNNSearch
 from nmtkit.models.seq2seq import ModelOutput, max_lengths
@@ -70,26 +71,19 @@ class TargetRNN(RNNSearch):
 
     def _greedy_reverse(self, state: DecoderState) -> torch.Tensor:
         """R̃ of the greedy reverse pass from a state the reverse decoder has started (see :meth:`reverse_context`)."""
-        live = torch.arange(state.batch_size, device=state["mask"].device)  # original rows still decoding
-        steps = max_lengths(state["mask"].sum(1), *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
-        prev = torch.full_like(live, BOS)
-        total = None
-        rows, means = [], []
-        for step in range(1, int(steps.max()) + 1):
+        def step(prev: torch.Tensor, state: DecoderState, t: int) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
             logits, state, _ = self.reverse.step(self.dropout(self.tgt_emb(prev)), state)
-            s = state["reverse_hidden"]
-            total = s if total is None else total + s
-            prev = logits.argmax(-1)
-            done = (prev == EOS) | (steps[live] <= step)
-            if done.any():  # finished sentences leave the batch, as in greedy search
-                rows.append(live[done])
-                means.append(total[done] / step)
-                keep = (~done).nonzero().flatten()
-                live, prev, total = live[keep], prev[keep], total[keep]
-                if not live.numel():
-                    break
-                state = state.reorder(keep)
-        return torch.cat(means)[torch.cat(rows).argsort()]
+            return logits, state, state["reverse_hidden"]
+
+        limit = max_lengths(state["mask"].sum(1), *REVERSE_MAX_LEN) + 1  # the step that emits </s> counts
+        total = means = None  # by original row: the sum of the states so far, and R̃ of the ended sentences
+        for t, live, s, done in greedy_pass(step, state, limit):
+            if total is None:
+                total, means = s.new_zeros(limit.size(0), s.size(1)), s.new_zeros(limit.size(0), s.size(1))
+            total[live] = total[live] + s
+            ended = live[done]
+            means[ended] = total[ended] / t
+        return means
 
     def encode(self, batch: Batch) -> DecoderState:
         state = self.source(batch)
