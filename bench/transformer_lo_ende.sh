@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # transformer and bitatt-transformer on LibreOffice en-de (the data and SentencePiece model of ../shared/bench/PEERS.md),
 # at a size that learns on 2 CPU cores: 3+3 layers, d 256, FFN 1024, 4 heads, shared and tied embeddings.
-# Usage: bench/transformer_lo_ende.sh ARCH [speed|quality|decode|ct2]
+# Usage: bench/transformer_lo_ende.sh ARCH [speed|quality|decode|ct2|steps]
 #   speed:   a 200-step run; training tokens/s (median of the 25-step windows after step 50), peak memory
 #   quality: STEPS updates (set it to what fits the 25 minutes of the RNN benchmark, from the speed run), then
 #            test BLEU/chrF, beam 5 and greedy
 #   decode:  wall time and peak memory of translating the 2,269 test sentences, greedy and beam 5, batch 32,
-#            fp32 and int8
+#            fp32 and int8 (PRECISIONS, default "fp32 int8")
 #   ct2:     the same with the model exported to CTranslate2 (float32 and int8), via bench/ct2_translate.py
+#   steps:   one greedy decoding step at batch 1 and 32, nmtkit against CTranslate2 float32 (bench/transformer_step.py)
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEED (default 1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +47,7 @@ quality)
     --patience 0 --keep-checkpoints 3 2> "$run.log"
   python "$here/summarize.py" speed "$run/train.jsonl" "$run.mem" ;;
 decode)
-  for precision in fp32 int8; do
+  for precision in ${PRECISIONS:-fp32 int8}; do
     for mode in "--greedy" "--beam 5"; do
       name=$(echo "$mode" | tr -d ' -').$precision
       start=$(date +%s.%N)
@@ -69,4 +70,7 @@ ct2)
       python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.$name.mem" "$start" "$end" "$name" "$run.$name.log"
     done
   done ;;
+steps)
+  [ -d "$run.ct2.float32" ] || nmtkit export -m "$run/last.pt" -o "$run.ct2.float32" --quantization float32
+  python "$here/transformer_step.py" "$run/last.pt" "$run.ct2.float32" "$spm" "$data/test.en" 1 32 ;;
 esac
