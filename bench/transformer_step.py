@@ -22,6 +22,26 @@ from nmtkit.inference import load_model
 STEPS, REPEATS = 30, 7
 
 
+def nmtkit_step(model, batch) -> float:
+    """Seconds per step of ``STEPS`` greedy steps from <s>."""
+    with torch.inference_mode():
+        state, prev = model.encode(batch), torch.full((batch.size,), BOS)
+        start = time.perf_counter()
+        for _ in range(STEPS):
+            lp, state, _ = model.decode_step(prev, state)
+            prev = lp.argmax(-1)
+        return (time.perf_counter() - start) / STEPS
+
+
+def ct2_step(translator, pieces) -> float:
+    """Seconds per step: CTranslate2 forced to STEPS + 1 steps and to 1, the difference over STEPS."""
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        translator.translate_batch(pieces, beam_size=1, max_decoding_length=steps, min_decoding_length=steps)
+        return time.perf_counter() - start
+    return (run(STEPS + 1) - run(1)) / STEPS
+
+
 def main(checkpoint: str, ct2_dir: str, sp_model: str, source: str, *batches: str) -> None:
     torch.set_num_threads(2)
     loaded = load_model(checkpoint)
@@ -33,32 +53,15 @@ def main(checkpoint: str, ct2_dir: str, sp_model: str, source: str, *batches: st
         chosen = lines[len(lines) // 2:len(lines) // 2 + size]
         batch = make_batch([vocab.encode(line) for line in chosen])
         pieces = [sp.encode(line, out_type=str) for line in chosen]
-
-        def nmtkit_step() -> float:
-            with torch.inference_mode():
-                state, prev = model.encode(batch), torch.full((size,), BOS)
-                start = time.perf_counter()
-                for _ in range(STEPS):
-                    lp, state, _ = model.decode_step(prev, state)
-                    prev = lp.argmax(-1)
-                return (time.perf_counter() - start) / STEPS
-
-        def ct2_step() -> float:
-            def run(steps: int) -> float:
-                start = time.perf_counter()
-                translator.translate_batch(pieces, beam_size=1, max_decoding_length=steps, min_decoding_length=steps)
-                return time.perf_counter() - start
-            return (run(STEPS + 1) - run(1)) / STEPS
-
-        nmtkit_step(), ct2_step()  # warm-up
+        nmtkit_step(model, batch), ct2_step(translator, pieces)  # warm-up
         ours, theirs = [], []
         for _ in range(REPEATS):
-            ours.append(nmtkit_step())
-            theirs.append(ct2_step())
+            ours.append(nmtkit_step(model, batch))
+            theirs.append(ct2_step(translator, pieces))
         print(f"batch {size} (source length {batch['src'].data.size(1)} tokens): one greedy step, median of {REPEATS}: "
               f"nmtkit {statistics.median(ours) * 1e3:.2f} ms, CTranslate2 {statistics.median(theirs) * 1e3:.2f} ms")
     with torch.inference_mode():
-        state, prev = model.encode(batch), torch.full((size,), BOS)
+        state, prev = model.encode(batch), torch.full((batch.size,), BOS)
         for _ in range(3):
             lp, state, _ = model.decode_step(prev, state)
             prev = lp.argmax(-1)
