@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
@@ -13,9 +11,9 @@ from typing import Mapping, Optional, Sequence, Union
 from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
-from nmtkit.data.text import PathLike, check_parallel, decode_line, iter_lines, strip_newline
+from nmtkit.data.text import PathLike, atomic_folder, check_parallel, decode_line, iter_lines, strip_newline
 from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
-from nmtkit.errors import DiskFull, NmtkitError, writing
+from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, progress, warn
 
 VOCAB_KINDS = ("spm", "spm-unigram", "spm-bpe", "word")
@@ -146,23 +144,8 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
              for split, prefix in splits.items()}
     counts = {split: check_parallel(*paths.values()) for split, paths in files.items()}
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
-    try:
-        try:
-            with writing(out):
-                _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size)
-        except DiskFull:  # named after the folder, not the temporary one holding the file that did not fit
-            raise DiskFull(f"the corpus folder {out}") from None
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic_folder(out, "corpus folder") as tmp:
+        _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size)
     return out
 
 

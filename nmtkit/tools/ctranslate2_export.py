@@ -9,14 +9,11 @@ and the source gets its ``</s>`` from the model's configuration, as nmtkit appen
 """
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
 
-from nmtkit.data.text import PathLike
+from nmtkit.data.text import PathLike, atomic_folder
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import Seq2Seq
@@ -105,18 +102,10 @@ def export_ctranslate2(model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, confi
     spec = transformer_spec(model, tokens(src_vocab), tokens(tgt_vocab), config.get("max_positions", 1024))
     spec.validate()
     spec.optimize(quantization=quantization)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent))
-    try:
+    with atomic_folder(output, "CTranslate2 model folder") as tmp:
         spec.save(str(tmp))
         for name, vocab in (("source", src_vocab), ("target", tgt_vocab)):
             proto = getattr(vocab, "proto", None)
             if proto is not None:
                 (tmp / f"{name}.spm.model").write_bytes(proto)
-        if output.exists():
-            shutil.rmtree(output)
-        os.replace(tmp, output)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return output

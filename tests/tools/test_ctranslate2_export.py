@@ -20,6 +20,9 @@ def test_the_exported_model_translates_as_nmtkit_does(corpus_dir, text_dir, tmp_
     save = tmp_path / "run"
     run(["train", "--data", corpus_dir, "--save-dir", save, *TINY, *variant, "--max-steps", 60, "--valid-every", 60])
     run(["export", "-m", save / "last.pt", "-o", tmp_path / "ct2"])
+    (tmp_path / "plain").mkdir()
+    assert (tmp_path / "ct2").stat().st_mode == (tmp_path / "plain").stat().st_mode  # not a private temporary folder
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     loaded = load_model(save / "last.pt", torch.device("cpu"))
     src, tgt = loaded.text_vocab("src"), loaded.tgt_vocab
     lines = (text_dir / "test.en").read_text().splitlines()[:20]
