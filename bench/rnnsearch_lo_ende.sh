@@ -25,7 +25,7 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
 
-peak() { /usr/bin/time -f "%M" -o "$1" "${@:2}"; }  # peak resident memory (KB) of a command
+source "$here/lib.sh"
 
 if [[ $what == speed || $what == all ]]; then
   rm -rf "$runs/speed"
@@ -43,15 +43,6 @@ if [[ $what == quality || $what == all ]]; then
 fi
 
 if [[ $what == decode || $what == quality || $what == all ]]; then
-  for precision in ${PRECISIONS:-fp32 int8 bf16}; do
-    for mode in "--greedy" "--beam 5"; do
-      name=$(echo "$mode" | tr -d ' -').$precision
-      start=$(date +%s.%N)
-      peak "$runs/decode.$name.mem" nmtkit translate -m "$runs/quality/last.pt" $mode --batch-size 32 --threads 2 \
-        --precision "$precision" -i "$data/test.en" -o "$runs/test.$name.de" 2> "$runs/decode.$name.log"
-      end=$(date +%s.%N)
-      python "$here/summarize.py" decode "$runs/test.$name.de" "$data/test.de" "$runs/decode.$name.mem" "$start" "$end" "$name" \
-        "$runs/decode.$name.log"
-    done
-  done
+  # shellcheck disable=SC2086
+  decode_test "$runs/quality/last.pt" "$runs/test." ${PRECISIONS:-fp32 int8 bf16}
 fi

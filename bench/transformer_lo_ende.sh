@@ -32,7 +32,7 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
 
-peak() { /usr/bin/time -f "%M" -o "$1" "${@:2}"; }  # peak resident memory (KB) of a command
+source "$here/lib.sh"
 
 case $what in
 speed)
@@ -47,17 +47,8 @@ quality)
     --patience 0 --keep-checkpoints 3 2> "$run.log"
   python "$here/summarize.py" speed "$run/train.jsonl" "$run.mem" ;;
 decode)
-  for precision in ${PRECISIONS:-fp32 int8}; do
-    for mode in "--greedy" "--beam 5"; do
-      name=$(echo "$mode" | tr -d ' -').$precision
-      start=$(date +%s.%N)
-      peak "$run.decode.$name.mem" nmtkit translate -m "$run/last.pt" $mode --batch-size 32 --threads 2 \
-        --precision "$precision" -i "$data/test.en" -o "$run.test.$name.de" 2> "$run.decode.$name.log"
-      end=$(date +%s.%N)
-      python "$here/summarize.py" decode "$run.test.$name.de" "$data/test.de" "$run.decode.$name.mem" "$start" "$end" "$name" \
-        "$run.decode.$name.log"
-    done
-  done ;;
+  # shellcheck disable=SC2086
+  decode_test "$run/last.pt" "$run.test." ${PRECISIONS:-fp32 int8} ;;
 ct2)
   for quantization in float32 int8; do
     nmtkit export -m "$run/last.pt" -o "$run.ct2.$quantization" --quantization "$quantization" --force
