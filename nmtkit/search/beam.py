@@ -14,6 +14,7 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
+from nmtkit.search.top_k import top_k
 
 
 @torch.no_grad()
@@ -45,7 +46,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
             eos_only = torch.arange(vocab, device=device) == EOS
             lp[forced] = torch.where(eos_only, lp[forced], -torch.inf)
         t += 1
-        cand, index = (scores.unsqueeze(2) + lp).view(b, k * vocab).topk(2 * k, dim=1)
+        cand, index = top_k((scores.unsqueeze(2) + lp).view(b, k * vocab), 2 * k)
         origin, word = index // vocab, index % vocab
         is_eos = word == EOS
         row_base = torch.arange(b, device=device).unsqueeze(1) * k

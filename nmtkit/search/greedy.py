@@ -7,6 +7,7 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
+from nmtkit.search.top_k import top_k
 
 
 @torch.no_grad()
@@ -31,7 +32,8 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
         forced = limit[active] <= t
         if forced.any():
             lp[forced] = torch.where(torch.arange(lp.size(1), device=lp.device) == EOS, lp[forced], -torch.inf)
-        best, prev = lp.max(dim=-1)
+        best, prev = top_k(lp, 1)
+        best, prev = best[:, 0], prev[:, 0]
         logprob += best
         tokens = torch.cat([tokens, prev.unsqueeze(1)], 1)
         t += 1

@@ -1,5 +1,8 @@
 """Numeric precision for decoding: fp32, bf16 (autocast) or int8 (dynamically quantised linear layers).
 
+fp32 on a CPU packs the weights of the linear layers once for oneDNN's matrix kernels
+(:class:`PackedLinear`), the same arithmetic at a lower cost per decoding step.
+
 bf16 runs matrix products in bfloat16 through ``torch.autocast`` (fast on GPUs and on CPUs with
 AVX512-BF16 or AMX); int8 replaces every ``nn.Linear`` with more than one output with PyTorch's dynamically quantised
 version (int8 weights, activations quantised per batch; CPU only), as Marian and CTranslate2 do
@@ -12,6 +15,7 @@ import warnings
 from typing import ContextManager
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nmtkit.errors import NmtkitError
@@ -19,10 +23,46 @@ from nmtkit.errors import NmtkitError
 PRECISIONS = ("fp32", "bf16", "int8")
 
 
+class PackedLinear(nn.Module):
+    """An ``nn.Linear`` for fp32 inference on CPUs, its weight laid out once for oneDNN's matrix kernels (the
+    private ops that ``torch.compile`` uses for frozen linear layers). On the 2-512 rows of a decoding step they
+    beat PyTorch's plain ``linear``, which multiplies by the unpacked weight; a single row, or the many rows of an
+    encoder, go the plain way, where the packed kernel is slower (``bench/README.md``, issue 14). ``weight`` and
+    ``bias`` stay, shared with the model, for code that reads them; training (gradients on) goes the plain way."""
+
+    ROWS = range(2, 513)
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight, self.bias = linear.weight, linear.bias
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach())  # not a parameter: not saved
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.numel() // self.in_features in self.ROWS and not torch.is_grad_enabled():
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        return F.linear(x, self.weight, self.bias)
+
+
+def packable() -> bool:
+    """Whether this PyTorch has oneDNN's packed linear kernels."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def pack_linears(model: nn.Module) -> nn.Module:
+    """``model`` with every ``nn.Linear`` of more than one output replaced, in place, by a :class:`PackedLinear`."""
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if type(child) is nn.Linear and child.out_features > 1:
+                setattr(module, name, PackedLinear(child))
+    return model
+
+
 def for_inference(model: nn.Module, precision: str, device: torch.device) -> tuple[nn.Module, ContextManager]:
-    """The model to decode with and the context to run decoding in."""
+    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and the
+    context to run decoding in."""
     if precision == "fp32":
-        return model, contextlib.nullcontext()
+        return pack_linears(model) if device.type == "cpu" and packable() else model, contextlib.nullcontext()
     if precision == "bf16":
         return model, torch.autocast(device.type, dtype=torch.bfloat16)
     if precision == "int8":

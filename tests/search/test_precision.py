@@ -1,12 +1,45 @@
-"""Decoding in bf16 and int8: same interface, nearly the same scores, clear errors."""
+"""Decoding in bf16 and int8: same interface, nearly the same scores, clear errors; fp32 on CPUs with packed linear
+layers: the same results."""
+import copy
+
 import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
-from nmtkit.search.precision import for_inference
+from nmtkit.search.beam import beam_search
+from nmtkit.search.precision import PackedLinear, for_inference, packable
 from tests.conftest import run, unpack
+from tests.models.test_transformer import batch, model
+
+needs_packing = pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
+
+
+@needs_packing
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_packed_linear_layer_computes_the_plain_one(bias):
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(24, 40, bias=bias)
+    packed = PackedLinear(plain)
+    assert packed.weight is plain.weight and packed.bias is plain.bias
+    with torch.no_grad():
+        for shape in [(1, 24), (5, 24), (3, 7, 24), (600, 24)]:  # one row and many go the plain way
+            x = torch.randn(shape)
+            torch.testing.assert_close(packed(x), plain(x), atol=1e-5, rtol=1e-5)
+
+
+@needs_packing
+def test_fp32_decoding_on_cpus_packs_the_linear_layers_and_finds_the_same_hypotheses():
+    m, b = model(), batch()
+    fast, _ = for_inference(copy.deepcopy(m), "fp32", torch.device("cpu"))
+    packed = [name for name, layer in fast.named_modules() if isinstance(layer, PackedLinear)]
+    assert "output" in packed and "decoder.layers.0.ffn.inner" in packed
+    assert fast.output.weight is fast.tgt_emb.weight  # ties survive
+    with torch.no_grad():
+        for x, y in zip(beam_search(m, b, beam_size=3, n_best=3), beam_search(fast, b, beam_size=3, n_best=3)):
+            assert [h.tokens for h in x] == [h.tokens for h in y]
+            assert [h.score for h in x] == pytest.approx([h.score for h in y], abs=1e-4)
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
