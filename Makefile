@@ -12,9 +12,9 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-# the optional extras, so that the tests exercise them (export to CTranslate2)
+# the optional extras, so that the tests exercise them (export to CTranslate2, images)
 extras: install
-	$(PYTHON) -m pip install -e ".[test,ctranslate2]"
+	$(PYTHON) -m pip install -e ".[test,ctranslate2,images]"
 
 test: extras cjk-font lint
 	$(PYTHON) -m pytest -q tests

@@ -27,6 +27,7 @@ class LoadedModel:
     vocabs: dict[str, Vocab]
     config: dict
     meta: CorpusMeta
+    images: Optional[dict] = None  #: how the training corpus made image features (captioning models)
 
     @property
     def tgt_vocab(self) -> Vocab:
@@ -50,4 +51,4 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
         raise NmtkitError(f"{path}: the weights do not fit the model its config describes: {mismatch}")
     model.load_state_dict(ckpt["model"])
     model.to(device or torch.device("cpu")).eval()
-    return LoadedModel(model, vocabs, ckpt["config"], meta)
+    return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"))

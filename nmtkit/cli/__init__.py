@@ -96,6 +96,7 @@ def _register() -> None:
         align,
         average,
         bucket_bleu,
+        caption,
         check_corpus,
         demo_corpus,
         export,
@@ -107,8 +108,8 @@ def _register() -> None:
         translate,
     )
 
-    for module in (preprocess, check_corpus, train, average, translate, export, score, replace_unk, bucket_bleu,
-                   plot_attn, align, demo_corpus):
+    for module in (preprocess, check_corpus, train, average, translate, caption, export, score, replace_unk,
+                   bucket_bleu, plot_attn, align, demo_corpus):
         main.add_command(module.command)
 
 

@@ -1,4 +1,4 @@
-"""nmtkit preprocess: parallel text -> corpus folder (vocabularies + HDF5 shards)."""
+"""nmtkit preprocess: parallel text, or images and captions -> corpus folder (vocabularies + HDF5 shards)."""
 from __future__ import annotations
 
 import click
@@ -6,34 +6,90 @@ import click
 from nmtkit.cli.options import Checked
 from nmtkit.config import COUNT, POSITIVE
 from nmtkit.data.preprocess import VocabSpec, preprocess
+from nmtkit.errors import NmtkitError
 
 
 @click.command("preprocess")
-@click.option("--train", "train", required=True, metavar="PREFIX", help="training text: PREFIX.SRC (each) and PREFIX.TGT")
-@click.option("--valid", "valid", required=True, metavar="PREFIX", help="validation text prefix")
-@click.option("--test", "test", metavar="PREFIX", help="optional test text prefix")
-@click.option("--src", "src", required=True, multiple=True, metavar="[NAME=]SUFFIX",
+@click.option("--train", "train", required=True, metavar="PREFIX",
+              help="training text: PREFIX.SRC (each) and PREFIX.TGT; with --captions, a file listing the training images")
+@click.option("--valid", "valid", required=True, metavar="PREFIX", help="validation text prefix (or image list)")
+@click.option("--test", "test", metavar="PREFIX", help="optional test text prefix (or image list)")
+@click.option("--src", "src", multiple=True, metavar="[NAME=]SUFFIX",
               help="source file suffix, e.g. en; repeat for several sources (APE: --src src --src mt): the first "
                    "is the stream 'src', later ones are named by their suffix or NAME")
-@click.option("--tgt", "tgt", required=True, metavar="LANG", help="target suffix, e.g. de")
-@click.option("--vocab", default="spm:8000", show_default=True, metavar="KIND:SIZE",
-              help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words)")
+@click.option("--tgt", "tgt", required=True, metavar="LANG", help="target suffix, e.g. de (captions: their language)")
+@click.option("--vocab", metavar="KIND:SIZE",
+              help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words) "
+                   "[default: spm:8000; captions word:10000]")
 @click.option("--joint/--separate", default=None,
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
 @click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
 @click.option("--tgt-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
 @click.option("--max-len", type=Checked(int, COUNT), default=50, show_default=True,
               help="drop training pairs with more tokens than this on either side (0: keep all)")
-@click.option("--shard-size", type=Checked(int, POSITIVE), default=100_000, show_default=True, help="sentence pairs per HDF5 shard")
+@click.option("--shard-size", type=Checked(int, POSITIVE), metavar="N",
+              help="examples per HDF5 shard [default: 100,000; captions 10,000]")
+@click.option("--captions", type=click.Path(dir_okay=False), metavar="FILE",
+              help="captioning: the captions of every image (Flickr30k's IMAGE#K<TAB>caption, or IMAGE<TAB>caption); "
+                   "--train/--valid/--test then list each split's images")
+@click.option("--images", type=click.Path(file_okay=False), metavar="DIR", help="captioning: the folder of the images")
+@click.option("--features", multiple=True, metavar="SPLIT=FILE",
+              help="captioning: precomputed features of a split's images, .npy or HDF5 ('features' [images, grid, D])")
+@click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+              help="captioning: torchvision's ImageNet VGG16 weights (vgg16-397923af.pth); without, random weights")
+@click.option("--cnn-seed", type=Checked(int, COUNT), default=1, show_default=True,
+              help="captioning: the seed of the random CNN weights when no --cnn-weights")
+@click.option("--image-size", type=Checked(int, POSITIVE), default=224, show_default=True,
+              help="captioning: images are resized to this square (224: a 14 x 14 grid of conv5_3 features)")
+@click.option("--features-dtype", type=click.Choice(["float16", "float32"]), default="float16", show_default=True)
+@click.option("--image-batch-size", type=Checked(int, POSITIVE), default=16, show_default=True,
+              help="captioning: images per CNN batch")
+@click.option("--skip-bad-images", is_flag=True, help="captioning: skip (and count) unreadable images instead of stopping")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
 @click.option("--overwrite", is_flag=True, help="replace an existing corpus folder")
-def command(train, valid, test, src, tgt, vocab, joint, src_vocab, tgt_vocab, max_len, shard_size, out, overwrite):
-    """Segment parallel text, build or load vocabularies, and write HDF5 shards.
+def command(train, valid, test, src, tgt, vocab, joint, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
+            features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
+            overwrite):
+    """Segment parallel text, build or load vocabularies, and write HDF5 shards; or, with --captions,
+    turn images into CNN features beside their captions.
 
     Reads PREFIX.SRC (for every --src) and PREFIX.TGT for train, valid and (optionally) test,
     streaming the text so memory does not grow with the corpus. Training examples longer than
     --max-len or with an empty side are dropped and counted. --src-vocab serves every source.
     """
-    spec = VocabSpec.parse(vocab, joint=joint, src_file=src_vocab, tgt_file=tgt_vocab)
-    folder = preprocess(out, src, tgt, train, valid, test, spec, max_len or None, shard_size, overwrite)
+    if captions:
+        _captions(train, valid, test, src, tgt, vocab, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
+                  features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
+                  overwrite)
+        return
+    if not src:
+        raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
+    spec = VocabSpec.parse(vocab or "spm:8000", joint=joint, src_file=src_vocab, tgt_file=tgt_vocab)
+    folder = preprocess(out, src, tgt, train, valid, test, spec, max_len or None, shard_size or 100_000, overwrite)
+    click.echo(f"wrote corpus to {folder}", err=True)
+
+
+def _captions(train, valid, test, src, tgt, vocab, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
+              features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
+              overwrite) -> None:
+    from pathlib import Path
+
+    from nmtkit.data.captions import ImageSpec, preprocess_captions
+
+    if src or src_vocab:
+        raise NmtkitError("--src and --src-vocab are for text; captioning data has images as its source", exit_code=2)
+    given = {}
+    for item in features:
+        split, _, file = item.partition("=")
+        if not file or split not in ("train", "valid", "test"):
+            raise NmtkitError(f"--features {item!r}: expected SPLIT=FILE with SPLIT train, valid or test", exit_code=2)
+        given[split] = file
+    splits = {"train": train, "valid": valid, **({"test": test} if test else {})}
+    if images is None and set(given) != set(splits):
+        raise NmtkitError("--images: give the folder of the images (or --features for every split)", exit_code=2)
+    spec = ImageSpec(image_size, str(Path(cnn_weights).resolve()) if cnn_weights else None, cnn_seed, features_dtype,
+                     image_batch_size, skip_bad_images)
+    vocab_spec = VocabSpec.parse(vocab or "word:10000", joint=False, tgt_file=tgt_vocab)
+    folder = preprocess_captions(out, captions, splits, tgt, images, vocab_spec, spec, given, max_len or None,
+                                 shard_size or 10_000, overwrite)
     click.echo(f"wrote corpus to {folder}", err=True)

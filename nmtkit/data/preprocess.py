@@ -60,11 +60,15 @@ def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]
     a joint vocabulary is one object shared by all of them."""
     sources = [name for name in train if name != TARGET]
     if spec.src_file or spec.tgt_file:
-        if not (spec.src_file and spec.tgt_file):
+        if not spec.tgt_file or (sources and not spec.src_file):
             raise NmtkitError("--src-vocab and --tgt-vocab go together (give the same file twice for a joint vocabulary)",
                               exit_code=2)
-        src = load_vocab(spec.src_file)
-        return {**{name: src for name in sources}, TARGET: load_vocab(spec.tgt_file)}
+        loaded: dict[str, Vocab] = {}
+        if sources:  # captioning corpora have none
+            assert spec.src_file is not None  # checked above
+            src = load_vocab(spec.src_file)
+            loaded = {name: src for name in sources}
+        return {**loaded, TARGET: load_vocab(spec.tgt_file)}
     joint = spec.joint if spec.joint is not None else spec.kind.startswith("spm")
     groups = [list(train)] if joint else [[name] for name in train]
     vocabs: dict[str, Vocab] = {}

@@ -5,7 +5,9 @@ shards ``train.000.h5``, ``train.001.h5``, ... Each shard stores each named stre
 ``tgt``, ``mt``, ``image``, ...) as one group: a text stream as a flat int32 ``tokens`` dataset,
 a feature stream as a ``features`` dataset ``[rows, D]`` (float16 or float32), each with an int64
 ``offsets`` dataset of length n+1, so example i of a stream is ``data[offsets[i]:offsets[i+1]]``.
-The group's ``kind`` attribute says which (shards written before it existed hold tokens).
+The group's ``kind`` attribute says which (shards written before it existed hold tokens). Examples that
+share an item (the captions of one image share its features) store it once: the group then has an
+``index`` dataset, one entry per example, and example i is item ``index[i]``.
 
 The manifest (:mod:`nmtkit.data.manifest`) lists the streams, the shards of each split with their
 example and row counts, and the size and checksum of every file.
@@ -22,7 +24,7 @@ import numpy as np
 
 from nmtkit.data.manifest import read_manifest
 from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
-from nmtkit.data.text import PathLike, atomic_output
+from nmtkit.data.text import PathLike, atomic_output, read_lines
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
 
@@ -36,19 +38,25 @@ class ShardWriter:
         self._reset()
 
     def _reset(self) -> None:
-        self._buf: dict[str, list[np.ndarray]] = {s: [] for s in self.streams}
+        self._buf: dict[str, list[np.ndarray]] = {s: [] for s in self.streams}  # each stream's distinct items
+        self._index: dict[str, list[int]] = {s: [] for s in self.streams}  # each example's item
+        self._last: dict[str, object] = {}
 
     def add(self, **items: Union[Sequence[int], np.ndarray]) -> None:
-        """Add one example: token ids (a sequence, possibly empty), or features ``[n, D]`` (2-D), per stream."""
+        """Add one example: token ids (a sequence, possibly empty), or features ``[n, D]`` (2-D), per stream.
+        An item that is the very object the previous example gave for that stream is stored once, shared."""
         for s in self.streams:
-            item = np.asarray(items[s])
-            self._buf[s].append(item if item.ndim == 2 else item.astype(np.int32))
-        if len(self._buf[self.streams[0]]) >= self.shard_size:
+            if items[s] is not self._last.get(s):
+                item = np.asarray(items[s])
+                self._buf[s].append(item if item.ndim == 2 else item.astype(np.int32))
+                self._last[s] = items[s]
+            self._index[s].append(len(self._buf[s]) - 1)
+        if len(self._index[self.streams[0]]) >= self.shard_size:
             self.flush()
 
     def flush(self) -> None:
         """Write the buffered examples as the next shard (nothing if the buffer is empty)."""
-        n = len(self._buf[self.streams[0]])
+        n = len(self._index[self.streams[0]])
         if n == 0:
             return
         name = f"{self.split}.{len(self.shards):03d}.h5"
@@ -56,7 +64,7 @@ class ShardWriter:
         with h5py.File(image, "w") as f:
             for s in self.streams:
                 seqs = self._buf[s]
-                offsets = np.zeros(n + 1, dtype=np.int64)
+                offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
                 np.cumsum([len(x) for x in seqs], out=offsets[1:])
                 g = f.create_group(s)
                 kind = FEATURES if seqs[0].ndim == 2 else TOKENS
@@ -64,6 +72,8 @@ class ShardWriter:
                 empty = np.zeros((0,) + seqs[0].shape[1:], seqs[0].dtype)
                 g.create_dataset(kind, data=np.concatenate(seqs) if offsets[-1] else empty)
                 g.create_dataset("offsets", data=offsets)
+                if len(seqs) < n:
+                    g.create_dataset("index", data=np.asarray(self._index[s], dtype=np.int64))
         with atomic_output(self.folder / name, "wb") as out:
             out.write(image.getbuffer())
         self.shards.append({"file": name, "sentences": n,
@@ -85,6 +95,7 @@ class Shard:
             with h5py.File(self.path, "r") as f:
                 self.kinds = {s: str(f[s].attrs.get("kind", TOKENS)) for s in f.keys()}
                 self.data = {s: (f[s][k][()], f[s]["offsets"][()]) for s, k in self.kinds.items()}
+                self.index = {s: f[s]["index"][()] for s in self.kinds if "index" in f[s]}
         except (OSError, KeyError) as e:
             raise NmtkitError(f"{self.path}: cannot read shard ({e})") from None
 
@@ -97,17 +108,23 @@ class Shard:
         """``tokens`` or ``features``."""
         return self.kinds[stream]
 
+    def examples(self, stream: str) -> int:
+        """How many examples a stream has (all streams of a sound shard have as many)."""
+        return len(self.index[stream]) if stream in self.index else len(self.data[stream][1]) - 1
+
     def __len__(self) -> int:
-        return len(next(iter(self.data.values()))[1]) - 1
+        return self.examples(self.streams[0])
 
     def lengths(self, stream: str) -> np.ndarray:
         """Length of every sentence of a stream."""
-        return np.diff(self.data[stream][1])
+        lengths = np.diff(self.data[stream][1])
+        return lengths[self.index[stream]] if stream in self.index else lengths
 
     def get(self, stream: str, i: int) -> np.ndarray:
         """Example ``i`` of a stream: its ids, or its feature rows ``[n, D]``."""
         tokens, offsets = self.data[stream]
-        return tokens[offsets[i]:offsets[i + 1]]
+        j = self.index[stream][i] if stream in self.index else i
+        return tokens[offsets[j]:offsets[j + 1]]
 
 
 @dataclass
@@ -151,3 +168,18 @@ class Corpus:
         """Raw target text of a split (for BLEU), if preprocessing kept it."""
         ref = self.manifest["splits"].get(split, {}).get("reference")
         return self.folder / ref if ref else None
+
+    def references(self, split: str, n: Optional[int] = None) -> Optional[list[list[Optional[str]]]]:
+        """The reference streams of a split's first ``n`` examples, for BLEU: one, or several where each line holds
+        several references (captions) split by the manifest's ``reference_separator``; None where a line has
+        fewer. None if preprocessing kept no reference."""
+        path = self.reference_path(split)
+        if path is None:
+            return None
+        lines = read_lines(path)[:n]
+        separator = self.manifest["splits"][split].get("reference_separator")
+        if not separator:
+            return [list[Optional[str]](lines)]
+        rows = [line.split(separator) for line in lines]
+        width = max((len(r) for r in rows), default=1)
+        return [[r[k] if k < len(r) else None for r in rows] for k in range(width)]

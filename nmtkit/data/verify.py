@@ -77,9 +77,13 @@ def _check_shard(shard: Shard, entry: dict, streams: dict) -> None:
         data, offsets = shard.data[name]
         if shard.kind(name) != info["kind"]:
             raise NmtkitError(f"{where}: stream '{name}' holds {shard.kind(name)}, but the manifest says {info['kind']}")
-        if len(offsets) != entry["sentences"] + 1:
-            raise NmtkitError(f"{where}: stream '{name}' has {len(offsets) - 1:,} examples, but the manifest says "
+        if shard.examples(name) != entry["sentences"]:
+            raise NmtkitError(f"{where}: stream '{name}' has {shard.examples(name):,} examples, but the manifest says "
                               f"{entry['sentences']:,}")
+        index = shard.index.get(name)
+        if index is not None and len(index) and (index.min() < 0 or index.max() >= len(offsets) - 1):
+            raise NmtkitError(f"{where}: stream '{name}': an example's item index lies outside its "
+                              f"{len(offsets) - 1:,} items (damaged index)")
         steps = np.diff(offsets)
         if offsets[0] != 0 or (steps < 0).any() or offsets[-1] != len(data):
             bad = "the first offset is not 0" if offsets[0] != 0 else (

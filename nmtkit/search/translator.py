@@ -1,4 +1,4 @@
-"""Text in, text out: segmentation, length-sorted batching, search, order restored."""
+"""Lines in, text out: inputs made by a source (text or images), length-sorted batching, search, order restored."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -7,14 +7,13 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import torch
 
 from nmtkit.data.batching import Batch, make_batch
-from nmtkit.data.text import strip_newline, without_bom
 from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.progress import warn
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.sources import Item, Source
 
 
 @dataclass
@@ -61,10 +60,11 @@ def search_sorted(model: Seq2Seq, lengths: Sequence[int], batch_of: Callable[[li
     return results
 
 
-def translate_ids(model: Seq2Seq, sources: Sequence[Sequence[int]], opts: SearchOptions,
-                  device: torch.device, on_batch: Optional[Callable[[int], None]] = None) -> list[list[Hypothesis]]:
-    """Hypotheses for every source (the ``src`` stream's ids), in input order (see :func:`search_sorted`)."""
-    return search_sorted(model, [len(s) for s in sources], lambda idx: make_batch([sources[i] for i in idx]),
+def translate_ids(model: Seq2Seq, sources: Sequence[Item], opts: SearchOptions, device: torch.device,
+                  on_batch: Optional[Callable[[int], None]] = None, stream: str = "src") -> list[list[Hypothesis]]:
+    """Hypotheses for every input of a stream (token ids, or feature arrays ``[n, D]``), in input order (see
+    :func:`search_sorted`)."""
+    return search_sorted(model, [len(s) for s in sources], lambda idx: make_batch({stream: [sources[i] for i in idx]}),
                          opts, device, on_batch)
 
 
@@ -79,52 +79,34 @@ class LineResult:
 
 
 class Translator:
-    """Translates lines of raw text with a model and its vocabularies.
+    """Translates (or captions) input lines with a model: each line becomes the model's input through a
+    :class:`~nmtkit.search.sources.Source` (text to ids, an image path to features).
 
-    Exactly one result per input line, in input order: an empty line gives an empty output;
-    a line of invalid UTF-8 gives an empty output and is counted in ``invalid``; a line
-    longer than ``max_input_len`` tokens is truncated with a warning.
+    Exactly one result per input line, in input order: an empty line gives an empty output; a line the
+    source cannot use (invalid UTF-8, an unreadable image) gives an empty output and is counted in the
+    source's ``invalid``.
     """
 
-    def __init__(self, model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, opts: SearchOptions,
-                 device: torch.device, max_input_len: int = 250, chunk_size: int = 10_000,
-                 attention_out: Optional[AttentionWriter] = None, name: str = "<stdin>"):
-        self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
+    def __init__(self, model: Seq2Seq, source: Source, tgt_vocab: Vocab, opts: SearchOptions, device: torch.device,
+                 chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None):
+        self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
         self.opts = replace(opts, attention=True) if attention_out else opts
-        self.device, self.max_input_len, self.chunk_size = device, max_input_len, chunk_size
-        self.attention_out, self.name = attention_out, name
-        self.invalid: list[int] = []
-        self.truncated = 0
-
-    def _encode(self, index: int, raw: bytes) -> Optional[list[int]]:
-        try:
-            text = without_bom(strip_newline(raw), index + 1).decode("utf-8")
-        except UnicodeDecodeError as e:
-            warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
-            self.invalid.append(index + 1)
-            return None
-        if not text.strip():
-            return None
-        ids = self.src_vocab.encode(text)
-        if len(ids) > self.max_input_len:
-            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} (--max-input-len)")
-            self.truncated += 1
-            ids = ids[:self.max_input_len]
-        return ids
+        self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
 
     def translate(self, lines: Iterable[bytes], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line, in order, a chunk of lines at a time."""
-        chunk: list[tuple[int, Optional[list[int]]]] = []
+        chunk: list[tuple[int, Optional[Item]]] = []
         for index, raw in enumerate(lines):
-            chunk.append((index, self._encode(index, raw)))
+            chunk.append((index, self.source.read(index, raw)))
             if len(chunk) >= self.chunk_size:
                 yield from self._run(chunk, on_batch)
                 chunk = []
         yield from self._run(chunk, on_batch)
 
-    def _run(self, chunk: list[tuple[int, Optional[list[int]]]], on_batch) -> Iterator[LineResult]:
-        todo = [(i, ids) for i, ids in chunk if ids]
-        hyps = translate_ids(self.model, [ids for _, ids in todo], self.opts, self.device, on_batch)
+    def _run(self, chunk: list[tuple[int, Optional[Item]]], on_batch) -> Iterator[LineResult]:
+        todo = [(i, item) for i, item in chunk if item is not None and len(item)]
+        hyps = translate_ids(self.model, [item for _, item in todo], self.opts, self.device, on_batch,
+                             self.source.stream)
         by_index = {i: (ids, h) for (i, ids), h in zip(todo, hyps)}
         for index, _ in chunk:
             if index not in by_index:
@@ -137,9 +119,9 @@ class Translator:
                 self._write_attention(index, ids, nbest[0])
             yield LineResult(index, [self.tgt_vocab.decode(h.tokens) for h in nbest], [h.score for h in nbest])
 
-    def _write_attention(self, index: int, src_ids: list[int], hyp: Hypothesis) -> None:
+    def _write_attention(self, index: int, src_ids: Item, hyp: Hypothesis) -> None:
         assert self.attention_out is not None
-        src_tokens = self.src_vocab.id_to_token(src_ids) + ["</s>"]
+        src_tokens = self.source.labels(src_ids)
         tgt_tokens = self.tgt_vocab.id_to_token(hyp.tokens) + ["</s>"]
         attention = dict(hyp.attention)
         if "source" in attention:

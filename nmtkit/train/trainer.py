@@ -336,5 +336,7 @@ class Trainer:
 
     def _decoding_payload(self) -> dict:
         """What a checkpoint needs to be decoded with (``FOR_DECODING``)."""
+        images = self.corpus.manifest.get("options", {}).get("images")  # how the corpus made image features
         return {"config": dict(self.config), "model": self.model.state_dict(), "corpus": self.corpus.meta.state(),
-                "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()}}
+                "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()},
+                **({"images": images} if images else {})}

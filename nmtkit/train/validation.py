@@ -10,7 +10,6 @@ import torch
 from nmtkit.data.batching import example_lengths, examples_batch
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.streams import TARGET
-from nmtkit.data.text import read_lines
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.metrics.text import corpus_score
 from nmtkit.models.seq2seq import Seq2Seq
@@ -50,9 +49,8 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     nll, ntok = corpus_nll(model, (examples_batch(examples[k:k + 64]) for k in range(0, len(examples), 64)), device)
     result = {"ppl": round(perplexity(nll, ntok), 4)}
     n = config["valid_max_sentences"] or len(examples)
-    ref_path = corpus.reference_path("valid")
     tgt_vocab = corpus.tgt_vocab
-    refs = read_lines(ref_path)[:n] if ref_path else [tgt_vocab.decode(sh.get(TARGET, i)) for sh, i in examples[:n]]
+    refs = corpus.references("valid", n) or [[tgt_vocab.decode(sh.get(TARGET, i)) for sh, i in examples[:n]]]
     opts = SearchOptions(beam_size=config["valid_beam"], batch_size=config["valid_batch_size"],
                          max_len_a=config["max_len_a"], max_len_b=config["max_len_b"])
     held_out = examples[:n]
@@ -60,7 +58,7 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
                          lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
     texts = [tgt_vocab.decode(h[0].tokens) for h in hyps]
-    result["bleu"] = round(corpus_score("bleu", texts, [refs]).score, 3)
-    result["chrf"] = round(corpus_score("chrf", texts, [refs]).score, 3)
+    result["bleu"] = round(corpus_score("bleu", texts, refs).score, 3)
+    result["chrf"] = round(corpus_score("chrf", texts, refs).score, 3)
     return result
 

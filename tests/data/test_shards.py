@@ -33,3 +33,21 @@ def test_feature_streams_round_trip_beside_token_streams(tmp_path):
         assert shard.kind("image") == "features" and shard.kind("tgt") == "tokens"
         back += [shard.get("image", i) for i in range(len(shard))]
     assert all(a.dtype == np.float16 and np.array_equal(a, b) for a, b in zip(back, images))
+
+
+def test_examples_that_share_an_item_store_it_once(tmp_path):
+    rng = np.random.default_rng(2)
+    images = [rng.standard_normal((3, 2)).astype(np.float16) for _ in range(4)]
+    w = ShardWriter(tmp_path, "train", ["image", "tgt"], shard_size=5)
+    examples = [(k, [4 + k, 5 + j]) for k in range(4) for j in range(k + 1)]  # image k has k + 1 captions
+    for k, caption in examples:
+        w.add(image=images[k], tgt=caption)  # the same array for every caption of an image
+    infos = w.close()
+    assert [i["sentences"] for i in infos] == [5, 5]
+    assert infos[0]["rows"]["image"] == 3 * 3  # images 0, 1, 2 once each, not 5 times
+    back = []
+    for info in infos:
+        shard = Shard(tmp_path / info["file"])
+        assert shard.lengths("image").tolist() == [3] * len(shard)
+        back += [(shard.get("image", i), shard.get("tgt", i).tolist()) for i in range(len(shard))]
+    assert all(np.array_equal(a, images[k]) and t == caption for (a, t), (k, caption) in zip(back, examples))

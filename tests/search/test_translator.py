@@ -2,13 +2,14 @@ import torch
 
 from nmtkit.inference import load_model
 from nmtkit.search.attention_file import AttentionFile, AttentionWriter
+from nmtkit.search.sources import TextSource
 from nmtkit.search.translator import SearchOptions, Translator
 from tests.conftest import unpack
 
 
-def translator(ckpt, **kw):
+def translator(ckpt, max_input_len=250, **kw):
     m, sv, tv = unpack(load_model(ckpt))
-    return Translator(m, sv, tv, SearchOptions(beam_size=2), torch.device("cpu"), **kw)
+    return Translator(m, TextSource(sv, max_input_len), tv, SearchOptions(beam_size=2), torch.device("cpu"), **kw)
 
 
 def test_one_result_per_line_in_order_with_empty_and_bad_lines(trained_ckpt):
@@ -18,7 +19,7 @@ def test_one_result_per_line_in_order_with_empty_and_bad_lines(trained_ckpt):
     assert [r.index for r in out] == list(range(6))
     assert out[1].texts == [""] and out[2].texts == [""] and out[3].texts == [""]
     assert out[0].texts[0] and out[5].texts[0]
-    assert t.invalid == [4] and t.truncated == 1
+    assert t.source.invalid == [4] and t.source.truncated == 1
 
 
 def test_attention_file_round_trip(trained_ckpt, tmp_path):

@@ -1,0 +1,37 @@
+"""nmtkit caption: image paths in, captions out, one line per input line."""
+from __future__ import annotations
+
+import click
+
+from nmtkit.cli.translate import decode, decoding_options
+from nmtkit.errors import NmtkitError
+
+
+@click.command("caption")
+@decoding_options
+@click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+              help="the CNN weights the training features came from (if preprocess had --cnn-weights and the file "
+                   "has moved; checked by its SHA-256)")
+def command(cnn_weights, **options):
+    """Caption images with a trained captioning model (show-attend-tell).
+
+    Reads one image path a line (relative paths from the current folder) and writes one caption a line:
+    an empty line gives an empty caption; an unreadable image gives an empty caption, a warning, and,
+    once everything is written, an error naming its line (exit code 1). Features are made as the training
+    corpus made them (the CNN, its weights and the image size are recorded in the checkpoint).
+    --attention-out writes the attention over the image's grid of features (cells r0c0, r0c1, ...).
+    """
+    from nmtkit.data.captions import ImageSpec
+    from nmtkit.search.sources import ImageSource
+
+    def source(loaded, name):
+        if loaded.model.inputs != ("image",):
+            raise NmtkitError(f"{options['model_path']}: a {loaded.config['arch']} model reads "
+                              f"{', '.join(loaded.model.inputs)}, not images; use 'nmtkit translate'", exit_code=2)
+        if not loaded.images:
+            raise NmtkitError(f"{options['model_path']}: its corpus had precomputed features, so nmtkit cannot make "
+                              "them from images", exit_code=2)
+        spec = ImageSpec.from_record(loaded.images, cnn_weights)
+        return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name)
+
+    decode(source, chunk_size=256, verbs=("captioning", "captioned"), **options)

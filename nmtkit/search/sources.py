@@ -1,0 +1,96 @@
+"""What one input line becomes for the search: token ids of a text line (``translate``) or the CNN features of
+the image a line names (``caption``). An unusable line gives None (an empty output line), a warning naming
+it, and its number in ``invalid``."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Protocol, Union
+
+import numpy as np
+import torch
+
+from nmtkit.data.text import strip_newline, without_bom
+from nmtkit.data.vocab import Vocab
+from nmtkit.errors import NmtkitError
+from nmtkit.progress import warn
+
+Item = Union[list[int], np.ndarray]
+
+
+class Source(Protocol):
+    stream: str  #: the input stream the model reads
+    problem: str  #: what was wrong with the lines in ``invalid``, for the final error
+    invalid: list[int]  #: numbers (from 1) of the lines that gave None
+
+    def read(self, index: int, raw: bytes) -> Optional[Item]:
+        """Line ``index`` (from 0) as the model's input, or None."""
+
+    def labels(self, item: Item) -> list[str]:
+        """Names of the positions the model attends to, for attention files."""
+
+
+class TextSource:
+    """Text lines to token ids; a line longer than ``max_input_len`` tokens is truncated with a warning."""
+
+    stream, problem = "src", "of invalid UTF-8"
+
+    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>"):
+        self.vocab, self.max_input_len, self.name = vocab, max_input_len, name
+        self.invalid: list[int] = []
+        self.truncated = 0
+
+    def read(self, index: int, raw: bytes) -> Optional[list[int]]:
+        try:
+            text = without_bom(strip_newline(raw), index + 1).decode("utf-8")
+        except UnicodeDecodeError as e:
+            warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
+            self.invalid.append(index + 1)
+            return None
+        if not text.strip():
+            return None
+        ids = self.vocab.encode(text)
+        if len(ids) > self.max_input_len:
+            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} (--max-input-len)")
+            self.truncated += 1
+            ids = ids[:self.max_input_len]
+        return ids
+
+    def labels(self, item: Item) -> list[str]:
+        return self.vocab.id_to_token(list(item)) + ["</s>"]
+
+
+class ImageSource:
+    """Lines naming image files to their features through ``cnn`` (the features the model was trained on)."""
+
+    stream, problem = "image", "naming an unreadable image"
+
+    def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>"):
+        self.cnn, self.size, self.name = cnn, size, name
+        self.invalid: list[int] = []
+
+    def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
+        from nmtkit.data.images import load_image
+
+        try:
+            path = without_bom(strip_newline(raw), index + 1).decode("utf-8").strip()
+        except UnicodeDecodeError:
+            path = None
+        if path == "":
+            return None
+        try:
+            if path is None:
+                raise NmtkitError("not a UTF-8 file name")
+            image = load_image(path, self.size)
+        except NmtkitError as e:
+            warn(f"{self.name}:{index + 1}: {e}; writing an empty line")
+            self.invalid.append(index + 1)
+            return None
+        with torch.inference_mode():
+            return self.cnn(image.unsqueeze(0))[0].float().numpy()
+
+    def labels(self, item: Item) -> list[str]:
+        """Grid cells row by row, ``r0c0`` .. (a square grid: 14 x 14 for VGG16 at 224 px)."""
+        side = math.isqrt(len(item))
+        if side * side != len(item):
+            return [f"f{i}" for i in range(len(item))]
+        return [f"r{i}c{j}" for i in range(side) for j in range(side)]

@@ -1,0 +1,81 @@
+"""nmtkit caption end to end on tiny pictures: one caption per input line (empty for an empty or unreadable one),
+attention over the image grid, features made as the corpus made them (CNN weights checked by checksum)."""
+import shutil
+
+import h5py
+import pytest
+import torch
+
+from nmtkit.data.vgg import VGG16Features
+from tests.conftest import run
+from tests.data.test_captions import write_images
+
+
+@pytest.fixture(scope="module")
+def captioner(tmp_path_factory):
+    """A show-attend-tell trained briefly on features of CNN weights from a file; the folder with it all."""
+    root = tmp_path_factory.mktemp("caption")
+    write_images(root)
+    torch.manual_seed(5)
+    torch.save(VGG16Features().state_dict(), root / "vgg16.pth")
+    run(["preprocess", "--captions", root / "captions.token", "--images", root, "--train", root / "train.txt",
+         "--valid", root / "valid.txt", "--test", root / "test.txt", "--tgt", "en", "--image-size", 32,
+         "--cnn-weights", root / "vgg16.pth", "-o", root / "corpus"])
+    run(["train", "--data", root / "corpus", "--arch", "show-attend-tell", "--save-dir", root / "run",
+         "--emb-size", 16, "--dec-size", 24, "--max-steps", 30, "--valid-every", 30, "--batch-size", 8,
+         "--target-attention"])
+    return root
+
+
+def test_one_caption_per_line_with_empty_and_unreadable_images(captioner, tmp_path):
+    images = (captioner / "corpus" / "test.images").read_text().split()
+    (tmp_path / "broken.png").write_bytes(b"no picture")
+    lines = [images[0], "", str(tmp_path / "broken.png"), images[1]]
+    r = run(["caption", "-m", captioner / "run" / "best.pt", "--beam", 3, "--attention-out", tmp_path / "a.h5"],
+            input="\n".join(lines) + "\n", ok=False)
+    assert r.exit_code == 1 and "1 line(s) naming an unreadable image (line 3)" in r.stderr
+    out = r.stdout.split("\n")
+    assert len(out) == 5 and out[1] == "" and out[2] == "" and out[4] == ""
+    with h5py.File(tmp_path / "a.h5") as f:
+        sentence = f["sentences/0"]
+        assert [t.decode() for t in sentence["src_tokens"][()]] == ["r0c0", "r0c1", "r1c0", "r1c1"]
+        weights = sentence["attention/source"][()]
+        assert weights.shape == (len(out[0].split()) + 1, 4)
+        assert abs(weights.sum(1) - 1).max() < 1e-5
+
+
+def test_the_cnn_weights_are_found_again_and_checked(captioner, tmp_path):
+    images = (captioner / "corpus" / "test.images").read_text()
+    model = captioner / "run" / "best.pt"
+    before = run(["caption", "-m", model, "--greedy"], input=images).stdout
+    moved = tmp_path / "moved.pth"
+    shutil.move(captioner / "vgg16.pth", moved)
+    try:
+        r = run(["caption", "-m", model, "--greedy"], input=images, ok=False)
+        assert f"{captioner / 'vgg16.pth'}: the CNN weights the features were made with are not there" in r.stderr
+        assert run(["caption", "-m", model, "--greedy", "--cnn-weights", moved], input=images).stdout == before
+        torch.save(VGG16Features().state_dict(), tmp_path / "other.pth")
+        r = run(["caption", "-m", model, "--cnn-weights", tmp_path / "other.pth"], input=images, ok=False)
+        assert "not the weights the features were made with" in r.stderr
+    finally:
+        shutil.move(moved, captioner / "vgg16.pth")
+
+
+def test_a_translation_model_is_refused(trained_ckpt):
+    r = run(["caption", "-m", trained_ckpt], input="x.png\n", ok=False)
+    assert "reads src, not images; use 'nmtkit translate'" in r.stderr
+
+
+def test_caption_makes_the_features_the_corpus_holds(captioner):
+    from nmtkit.data.captions import ImageSpec
+    from nmtkit.data.shards import Corpus, Shard
+    from nmtkit.inference import load_model
+    from nmtkit.search.sources import ImageSource
+
+    corpus = Corpus.open(captioner / "corpus")
+    shard = Shard(corpus.folder / corpus.manifest["splits"]["test"]["shards"][0]["file"])
+    spec = ImageSpec.from_record(load_model(captioner / "run" / "best.pt").images)
+    source = ImageSource(spec.network(), spec.size)
+    path = (corpus.folder / "test.images").read_text().split()[1]
+    made = source.read(0, path.encode())
+    torch.testing.assert_close(torch.from_numpy(made).half(), torch.from_numpy(shard.get("image", 1)))

@@ -1,0 +1,93 @@
+"""show-attend-tell: attention over the image grid that sums to one and ignores padding, teacher forcing equal to
+step-by-step decoding (with and without target attention), the doubly stochastic regulariser by hand, causality."""
+import pytest
+import torch
+
+from nmtkit.data.batching import Batch, Stream, pad
+from nmtkit.data.streams import FEATURES, TOKENS, CorpusMeta, StreamInfo
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from nmtkit.search.beam import beam_search
+
+D, V = 12, 20
+META = CorpusMeta({"image": StreamInfo(FEATURES, D), "tgt": StreamInfo(TOKENS, V, "en")})
+TINY = dict(arch="show-attend-tell", emb_size=8, dec_size=16, dropout=0.0, param_init=0.3)
+
+
+def model(**over):
+    torch.manual_seed(0)
+    return build_model({**TINY, **over}, META).eval()
+
+
+def batch(grid=(6, 6, 4), captions=((5, 6, 7), (8, 9), (10, 11, 12, 13))):
+    """Images of ``grid`` feature vectors (zero-padded past each) and their captions."""
+    g = torch.Generator().manual_seed(3)
+    features = torch.zeros(len(grid), max(grid), D)
+    for i, n in enumerate(grid):
+        features[i, :n] = torch.randn(n, D, generator=g).abs() * 3
+    lengths = torch.tensor(grid)
+    return Batch({"image": Stream(features, lengths)}, pad(list(captions), bos=True), pad(list(captions), eos=True))
+
+
+def step_by_step(m, b):
+    out, source = [], []
+    with torch.no_grad():
+        state = m.encode(b)
+        for t in range(b.tgt_in.size(1)):
+            lp, state, att = m.decode_step(b.tgt_in[:, t], state)
+            out.append(lp)
+            source.append(att["source"])
+    return torch.stack(out, 1), torch.stack(source, 1)
+
+
+@pytest.mark.parametrize("over", [{}, {"target_attention": True}, {"feature_norm": False}])
+def test_teacher_forcing_equals_step_by_step_decoding(over):
+    m, b = model(**over), batch()
+    with torch.no_grad():
+        out = m(b)
+    lp, source = step_by_step(m, b)
+    torch.testing.assert_close(torch.log_softmax(out.logits, -1), lp, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.attention["source"], source, atol=1e-6, rtol=1e-5)
+    if over.get("target_attention"):
+        assert "target" in out.attention
+
+
+def test_attention_over_the_grid_sums_to_one_and_ignores_padding():
+    m, b = model(), batch()
+    with torch.no_grad():
+        alpha = m(b).attention["source"]  # [B, T, L]
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(alpha.shape[:2]))
+    assert alpha[2, :, 4:].abs().max() == 0  # the third image has 4 vectors
+    alone = Batch({"image": Stream(b["image"].data[2:, :4], torch.tensor([4]))}, b.tgt_in[2:], b.tgt_out[2:])
+    with torch.no_grad():
+        torch.testing.assert_close(m(alone).logits[0], m(b).logits[2], atol=1e-5, rtol=1e-5)
+
+
+def test_the_doubly_stochastic_regulariser_is_the_papers():
+    m, b = model(doubly_stochastic=0.7), batch()
+    with torch.no_grad():
+        out = m(b)
+    alpha, expected = out.attention["source"], 0.0
+    for i, (n, words) in enumerate(zip(b["image"].lengths.tolist(), (b.tgt_out != 0).sum(1).tolist())):
+        coverage = alpha[i, :words, :n].sum(0)  # Σ_t α_ti over the caption's real steps, </s> included
+        expected += float(((1 - coverage) ** 2).sum())
+    assert float(out.losses["doubly_stochastic"]) == pytest.approx(0.7 * expected, rel=1e-5)
+    assert not model(doubly_stochastic=0.0)(b).losses
+
+
+def test_a_later_word_changes_no_earlier_output():
+    m, b = model(target_attention=True), batch()
+    changed = Batch(b.inputs, b.tgt_in.clone(), b.tgt_out)
+    changed.tgt_in[0, 3] = 14
+    with torch.no_grad():
+        a, c = m(b).logits, m(changed).logits
+    torch.testing.assert_close(a[0, :3], c[0, :3])
+    assert not torch.allclose(a[0, 3], c[0, 3])
+
+
+def test_beam_search_stops_at_the_caption_limit_and_the_corpus_must_have_images():
+    m, b = model(max_caption_len=4), batch()
+    hyps = beam_search(m, Batch(b.inputs), beam_size=3)
+    assert all(len(h[0].tokens) <= 4 for h in hyps)
+    with pytest.raises(NmtkitError, match="reads a features stream named 'image'"):
+        build_model(TINY, CorpusMeta.text(10, 10))
