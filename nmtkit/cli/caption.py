@@ -4,7 +4,6 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.translate import decode, decoding_options
-from nmtkit.errors import NmtkitError
 
 
 @click.command("caption")
@@ -21,17 +20,7 @@ def command(cnn_weights, **options):
     corpus made them (the CNN, its weights and the image size are recorded in the checkpoint).
     --attention-out writes the attention over the image's grid of features (cells r0c0, r0c1, ...).
     """
-    from nmtkit.data.captions import ImageSpec
-    from nmtkit.search.sources import ImageSource
+    from nmtkit.search.sources import image_source
 
-    def source(loaded, name):
-        if loaded.model.inputs != ("image",):
-            raise NmtkitError(f"{options['model_path']}: a {loaded.config['arch']} model reads "
-                              f"{', '.join(loaded.model.inputs)}, not images; use 'nmtkit translate'", exit_code=2)
-        if not loaded.images:
-            raise NmtkitError(f"{options['model_path']}: its corpus had precomputed features, so nmtkit cannot make "
-                              "them from images", exit_code=2)
-        spec = ImageSpec.from_record(loaded.images, cnn_weights)
-        return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name)
-
-    decode(source, chunk_size=256, verbs=("captioning", "captioned"), **options)
+    decode(lambda loaded, name: image_source(loaded, options["model_path"], cnn_weights, name), chunk_size=256,
+           verbs=("captioning", "captioned"), **options)

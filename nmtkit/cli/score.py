@@ -1,4 +1,4 @@
-"""nmtkit score: BLEU, chrF, TER (sacrebleu) of a hypothesis file, or a model's perplexity."""
+"""nmtkit score: BLEU, chrF, TER (sacrebleu) or CIDEr-D of a hypothesis file, or a model's perplexity."""
 from __future__ import annotations
 
 import sys
@@ -15,6 +15,11 @@ from nmtkit.metrics.text import METRICS
 @click.option("--metric", type=click.Choice(METRICS + ("ppl",)), default="bleu", show_default=True)
 @click.option("-r", "--ref", "refs", multiple=True, type=click.Path(dir_okay=False),
               help="reference file (repeat for several references)")
+@click.option("--tab-refs", is_flag=True,
+              help="each reference line holds several references separated by TABs (captions; preprocess's valid.en)")
+@click.option("--max-ngram", type=click.IntRange(1, 4), default=4, show_default=True, help="BLEU-N: n-grams up to N")
+@click.option("--no-brevity-penalty", is_flag=True,
+              help="BLEU as the geometric mean of the n-gram precisions alone (captioning papers' BLEU-3/4)")
 @click.option("-i", "--input", "hyp_path", type=click.Path(dir_okay=False), help="hypotheses [default: stdin]")
 @click.option("--tokenize", help="sacrebleu tokenizer for BLEU (13a, intl, zh, char, none, ...) [default: 13a]")
 @click.option("--lowercase", is_flag=True, help="case-insensitive scoring")
@@ -22,24 +27,32 @@ from nmtkit.metrics.text import METRICS
 @click.option("--src", "src_path", type=click.Path(dir_okay=False), help="with --metric ppl: source file")
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
 @click.option("--score-only", is_flag=True, help="print the number only")
-def command(metric, refs, hyp_path, tokenize, lowercase, model_path, src_path, batch_size, score_only):
-    """Score translations against references, or a model's perplexity on a test set.
+def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tokenize, lowercase, model_path, src_path,
+            batch_size, score_only):
+    """Score translations (or captions) against references, or a model's perplexity on a test set.
 
     \b
     nmtkit score --metric bleu -r test.de < hyp.de
+    nmtkit score --metric bleu --max-ngram 4 --no-brevity-penalty --tab-refs -r caps/test.en < captions.txt
+    nmtkit score --metric cider --tab-refs -r caps/test.en < captions.txt
     nmtkit score --metric ppl -m best.pt --src test.en -r test.de
+    nmtkit score --metric ppl -m captioner.pt --src caps/test.images --tab-refs -r caps/test.en
     """
-    from nmtkit.data.text import check_readable, decode_line, read_lines, strip_newline
+    from nmtkit.data.text import check_readable, decode_line, read_lines, reference_streams, strip_newline
 
     if not refs:
         raise NmtkitError("-r/--ref: at least one reference file is required", exit_code=2)
     if metric == "ppl":
         if not (model_path and src_path) or len(refs) != 1:
             raise NmtkitError("--metric ppl needs -m CKPT, --src FILE and one -r FILE", exit_code=2)
-        value = _perplexity(model_path, src_path, refs[0], batch_size)
+        value = _perplexity(model_path, src_path, refs[0], batch_size, tab_refs)
         click.echo(f"{value:.4f}" if score_only else f"PPL = {value:.4f} (Eq. 13; tokens include </s>)")
         return
     references = [read_lines(check_readable(r, allow_empty=True)) for r in refs]
+    if tab_refs:
+        if len(refs) != 1:
+            raise NmtkitError("--tab-refs: give one -r file whose lines hold the references", exit_code=2)
+        references = reference_streams(references[0])
     if hyp_path:
         hyps = read_lines(check_readable(hyp_path, allow_empty=True))
     else:
@@ -50,24 +63,33 @@ def command(metric, refs, hyp_path, tokenize, lowercase, model_path, src_path, b
             raise NmtkitError(f"{name} has {len(hyps)} lines but reference {r} has {len(lines)}")
     from nmtkit.metrics.text import corpus_score
 
-    result = corpus_score(metric, hyps, references, tokenize=tokenize, lowercase=lowercase)
+    result = corpus_score(metric, hyps, references, tokenize=tokenize, lowercase=lowercase, max_ngram=max_ngram,
+                          brevity_penalty=not no_brevity_penalty)
     click.echo(f"{result.score:.2f}" if score_only else f"{result.text}\n{result.signature}")
 
 
-def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int) -> float:
+def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int, tab_refs: bool) -> float:
+    """Perplexity of the references given the sources (text, or image paths for a captioning model); with
+    ``tab_refs`` every reference of a line counts, paired with that line's source."""
     from nmtkit.data.batching import make_batch
     from nmtkit.data.text import check_parallel, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
+    from nmtkit.search.sources import image_source
 
     check_parallel(src_path, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
-    model = loaded.model
-    src = [loaded.text_vocab("src").encode(s) for s in read_lines(src_path)]
-    tgt = [loaded.tgt_vocab.encode(t) for t in read_lines(ref_path)]
-    order = sorted(range(len(src)), key=lambda i: len(src[i]))
-    batches = (make_batch([src[i] for i in order[k:k + batch_size]], [tgt[i] for i in order[k:k + batch_size]])
-               for k in range(0, len(order), batch_size))
-    return perplexity(*corpus_nll(model, batches, device))
+    source = image_source(loaded, model_path) if loaded.model.inputs == ("image",) else None
+    pairs = []
+    for n, (line, refs) in enumerate(zip(read_lines(src_path), read_lines(ref_path))):
+        item = source.read(n, line.encode()) if source else loaded.text_vocab("src").encode(line)
+        if item is None:
+            raise NmtkitError(f"{src_path}:{n + 1}: an unusable input for perplexity")
+        pairs += [(item, loaded.tgt_vocab.encode(r)) for r in (refs.split("\t") if tab_refs else [refs])]
+    stream = source.stream if source else "src"
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
+    batches = (make_batch({stream: [pairs[i][0] for i in order[k:k + batch_size]]},
+                          [pairs[i][1] for i in order[k:k + batch_size]]) for k in range(0, len(order), batch_size))
+    return perplexity(*corpus_nll(loaded.model, batches, device))

@@ -24,7 +24,7 @@ import numpy as np
 
 from nmtkit.data.manifest import read_manifest
 from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
-from nmtkit.data.text import PathLike, atomic_output, read_lines
+from nmtkit.data.text import PathLike, atomic_output, read_lines, reference_streams
 from nmtkit.data.vocab import Vocab, load_vocab
 from nmtkit.errors import NmtkitError
 
@@ -178,8 +178,4 @@ class Corpus:
             return None
         lines = read_lines(path)[:n]
         separator = self.manifest["splits"][split].get("reference_separator")
-        if not separator:
-            return [list[Optional[str]](lines)]
-        rows = [line.split(separator) for line in lines]
-        width = max((len(r) for r in rows), default=1)
-        return [[r[k] if k < len(r) else None for r in rows] for k in range(width)]
+        return reference_streams(lines, separator) if separator else [list[Optional[str]](lines)]

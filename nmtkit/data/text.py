@@ -76,6 +76,14 @@ def read_lines(path: PathLike) -> list[str]:
     return list(iter_lines(path))
 
 
+def reference_streams(lines: list[str], separator: str = "\t") -> list[list[Optional[str]]]:
+    """Reference streams (each as long as ``lines``) from lines that each hold several references split by
+    ``separator`` (an image's captions); None where a line has fewer references than the most."""
+    rows = [line.split(separator) for line in lines]
+    width = max((len(r) for r in rows), default=1)
+    return [[r[k] if k < len(r) else None for r in rows] for k in range(width)]
+
+
 def check_parallel(*paths: PathLike) -> int:
     """Check that files exist, are non-empty and have the same number of lines; return it."""
     files = [check_readable(p) for p in paths]

@@ -1,10 +1,11 @@
-"""Corpus-level BLEU, chrF and TER through sacrebleu, with its signature."""
+"""Corpus-level BLEU (BLEU-1..4, with or without the brevity penalty), chrF and TER through sacrebleu, with its
+signature; CIDEr-D (:mod:`nmtkit.metrics.cider`) for captions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
-METRICS = ("bleu", "chrf", "ter")
+METRICS = ("bleu", "chrf", "ter", "cider")
 
 
 @dataclass
@@ -15,13 +16,25 @@ class Score:
     signature: str
 
 
-def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
-                 tokenize: str | None = None, lowercase: bool = False) -> Score:
-    """Score ``hypotheses`` against one or more reference streams (each as long as the hypotheses)."""
+def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Sequence[Optional[str]]],
+                 tokenize: str | None = None, lowercase: bool = False, max_ngram: int = 4,
+                 brevity_penalty: bool = True) -> Score:
+    """Score ``hypotheses`` against one or more reference streams (each as long as the hypotheses; None where a
+    hypothesis has fewer references). BLEU takes n-grams up to ``max_ngram`` (BLEU-1..4) and, without
+    ``brevity_penalty``, is the geometric mean of the n-gram precisions alone, as captioning papers report it."""
     from sacrebleu.metrics import BLEU, CHRF, TER
 
+    if metric == "cider":
+        from nmtkit.metrics.cider import cider_d
+
+        fold = (lambda t: t.lower()) if lowercase else (lambda t: t)
+        sets = [[fold(r) for r in rs if r is not None] for rs in zip(*references)]
+        value, _ = cider_d([fold(h) for h in hypotheses], sets)
+        return Score(metric, 100 * value, f"CIDEr-D = {100 * value:.2f} (x100; {len(sets)} images, "
+                     f"{sum(map(len, sets))} references)", "nmtkit CIDEr-D|n:4|sigma:6|tok:space"
+                     + ("|lc" if lowercase else ""))
     if metric == "bleu":
-        m = BLEU(tokenize=tokenize, lowercase=lowercase)
+        m = BLEU(tokenize=tokenize, lowercase=lowercase, max_ngram_order=max_ngram)
     elif metric == "chrf":
         m = CHRF(lowercase=lowercase)
     elif metric == "ter":
@@ -29,4 +42,10 @@ def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Se
     else:
         raise ValueError(f"unknown metric {metric!r}")
     result = m.corpus_score(list(hypotheses), [list(r) for r in references])
-    return Score(metric, float(result.score), str(result), str(m.get_signature()))
+    signature = str(m.get_signature())
+    if metric == "bleu" and not brevity_penalty:  # exp(Σ_n log p_n / N): sacrebleu's BLEU over its BP
+        value = result.score / result.bp if result.bp > 0 else 0.0
+        precisions = "/".join(f"{p:.1f}" for p in result.precisions)
+        return Score(metric, value, f"BLEU-{max_ngram} without brevity penalty = {value:.2f} {precisions} "
+                     f"(BP would be {result.bp:.3f})", signature + "|bp:off")
+    return Score(metric, float(result.score), str(result), signature)

@@ -94,3 +94,18 @@ class ImageSource:
         if side * side != len(item):
             return [f"f{i}" for i in range(len(item))]
         return [f"r{i}c{j}" for i in range(side) for j in range(side)]
+
+
+def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, name: str = "<stdin>") -> ImageSource:
+    """The :class:`ImageSource` of a loaded captioning model: features made as its training corpus made them
+    (the record its checkpoint carries; ``cnn_weights`` if the weights file has moved)."""
+    from nmtkit.data.captions import ImageSpec
+
+    if loaded.model.inputs != ("image",):
+        raise NmtkitError(f"{model_path}: a {loaded.config['arch']} model reads {', '.join(loaded.model.inputs)}, "
+                          "not images; use 'nmtkit translate'", exit_code=2)
+    if not loaded.images:
+        raise NmtkitError(f"{model_path}: its corpus had precomputed features, so nmtkit cannot make them from images",
+                          exit_code=2)
+    spec = ImageSpec.from_record(loaded.images, cnn_weights)
+    return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name)

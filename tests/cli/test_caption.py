@@ -79,3 +79,36 @@ def test_caption_makes_the_features_the_corpus_holds(captioner):
     path = (corpus.folder / "test.images").read_text().split()[1]
     made = source.read(0, path.encode())
     torch.testing.assert_close(torch.from_numpy(made).half(), torch.from_numpy(shard.get("image", 1)))
+
+
+def test_score_captions_with_every_reference_and_the_perplexity_of_a_captioner(captioner):
+    corpus = captioner / "corpus"
+    hyps = "a red disc\nred disc\n"  # test images 7 and 8: a blue disc... whatever: any text scores
+    refs = corpus / "test.en"
+    bleu = run(["score", "--metric", "bleu", "--max-ngram", 3, "--no-brevity-penalty", "--tab-refs", "-r", refs],
+               input=hyps).stdout
+    assert "BLEU-3 without brevity penalty" in bleu and "nrefs:2" in bleu
+    cider = run(["score", "--metric", "cider", "--tab-refs", "-r", refs, "--score-only"], input=hyps).stdout
+    assert float(cider) >= 0
+    ppl = run(["score", "--metric", "ppl", "-m", captioner / "run" / "best.pt", "--src", corpus / "test.images",
+               "--tab-refs", "-r", refs, "--score-only"]).stdout
+    assert 1 < float(ppl) < 1000
+    r = run(["score", "--metric", "cider", "--tab-refs", "-r", refs, "-r", refs], input=hyps, ok=False)
+    assert "--tab-refs: give one -r file" in r.stderr
+
+
+def test_the_perplexity_of_images_equals_that_of_the_corpus_features(captioner, tmp_path):
+    from nmtkit.data.batching import examples_batch
+    from nmtkit.data.shards import Corpus, Shard
+    from nmtkit.inference import load_model
+    from nmtkit.metrics.perplexity import corpus_nll, perplexity
+
+    corpus = Corpus.open(captioner / "corpus")
+    first = [line.split("\t")[0] for line in (corpus.folder / "test.en").read_text().splitlines()]
+    (tmp_path / "first.en").write_text("\n".join(first) + "\n")
+    ppl = run(["score", "--metric", "ppl", "-m", captioner / "run" / "best.pt", "--src", corpus.folder / "test.images",
+               "-r", tmp_path / "first.en", "--score-only"]).stdout
+    shard = Shard(corpus.folder / corpus.manifest["splits"]["test"]["shards"][0]["file"])
+    model = load_model(captioner / "run" / "best.pt").model
+    stored = perplexity(*corpus_nll(model, [examples_batch([(shard, i) for i in range(len(shard))])], "cpu"))
+    assert float(ppl) == pytest.approx(stored, rel=1e-3)  # features recomputed in fp32, stored in fp16

@@ -52,3 +52,23 @@ def test_bleu_tokenizer_is_passed_to_sacrebleu(tokenize):
 def test_unknown_metric_is_a_value_error():
     with pytest.raises(ValueError, match="unknown metric 'meteor'"):
         corpus_score("meteor", HYP, [REF1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_bleu_n_without_brevity_penalty_is_the_geometric_mean_of_the_precisions(n):
+    """By hand from sacrebleu's clipped n-gram counts: exp(Σ_k log(matches_k / totals_k) / n), no BP."""
+    import math
+
+    hyp = HYP[:1] + ["A dog ."]  # short: BP < 1
+    stats = BLEU(max_ngram_order=n).corpus_score(hyp, [REF1, REF2])
+    expected = 100 * math.exp(sum(math.log(c / t) for c, t in zip(stats.counts, stats.totals)) / n)
+    got = corpus_score("bleu", hyp, [REF1, REF2], max_ngram=n, brevity_penalty=False)
+    assert got.score == pytest.approx(expected) and stats.bp < 1
+    assert got.score > corpus_score("bleu", hyp, [REF1, REF2], max_ngram=n).score == pytest.approx(stats.score)
+    assert got.signature.endswith("|bp:off") and f"BLEU-{n} without brevity penalty" in got.text
+
+
+def test_references_missing_for_some_lines_are_left_out():
+    with_none = corpus_score("bleu", HYP, [REF1, [REF2[0], None]])
+    assert with_none.score == BLEU().corpus_score(HYP, [REF1, [REF2[0], None]]).score
+    assert corpus_score("cider", HYP, [REF1, [REF2[0], None]]).score > 0
