@@ -5,6 +5,7 @@ import click
 
 from nmtkit.cli.options import Checked
 from nmtkit.config import COUNT
+from nmtkit.errors import NmtkitError
 
 
 @click.command("plot-attn")
@@ -17,19 +18,28 @@ from nmtkit.config import COUNT
 @click.option("--word", type=Checked(int, COUNT), help="with --kind target: draw the weights of the previous words when "
                                        "generating output word K (0-based)")
 @click.option("--font", type=click.Path(dir_okay=False), help="a font file for the labels (e.g. a CJK font)")
-def command(attention_path, index, out, kind, word, font):
+@click.option("--image", type=click.Path(dir_okay=False),
+              help="captions ('nmtkit caption --attention-out'): overlay each word's attention on this image "
+                   "(--word K: word K alone)")
+def command(attention_path, index, out, kind, word, font, image):
     """Draw the attention of sentence INDEX of an attention file (translate --attention-out).
 
     \b
     nmtkit plot-attn attn.h5 --index 7 -o attn7.png
     nmtkit plot-attn attn.h5 --index 7 --kind target --word 5 -o target7.png
+    nmtkit plot-attn captions.h5 --index 3 --image photo.jpg -o attn3.png
     """
     from nmtkit.data.text import check_readable
     from nmtkit.search.attention_file import AttentionFile
     from nmtkit.tools.figures import figure_format
-    from nmtkit.tools.plot_attention import plot_sentence
+    from nmtkit.tools.plot_attention import plot_image_attention, plot_sentence
 
     figure_format(out, "-o")
     with AttentionFile(check_readable(attention_path)) as f:
         sentence = f[index]
-    plot_sentence(sentence, kind, out, index, attention_path, word, font)
+    if image:
+        if kind != "source":
+            raise NmtkitError("--image draws the source attention over an image; drop --kind", exit_code=2)
+        plot_image_attention(sentence, image, out, index, attention_path, word, font)
+    else:
+        plot_sentence(sentence, kind, out, index, attention_path, word, font)

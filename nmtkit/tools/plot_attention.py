@@ -5,7 +5,9 @@
 - ``target``: output tokens × previous output tokens, the decoder's attention over its own
   history; with a word K, a bar chart of the weights of the words before K when generating K
   (target-target-attention.txt Fig. 3);
-- ``encoders``: encoders (and sentinel) × output tokens, as multi-source-attention.txt Fig. 2.
+- ``encoders``: encoders (and sentinel) × output tokens, as multi-source-attention.txt Fig. 2;
+- a caption's source attention over the image: one panel per output word (or one word), the weights of the
+  feature grid upsampled over the picture, as in Show, Attend and Tell's figures.
 
 Figures grow with the sentence (about 0.3 inch per token) and x labels are vertical, so long
 sentences stay legible.
@@ -88,6 +90,48 @@ def plot_sentence(sentence: dict, kind: str, out: PathLike, index: int, path: Pa
     else:
         labels = sentence.get("labels", {}).get("encoders") or [f"encoder {k + 1}" for k in range(matrix.shape[1])]
         fig = _heatmap(matrix.T, labels, tgt, "output", "encoder", f"sentence {index}: attention over encoders", font)
+    save_figure(fig, out)
+
+
+def grid_side(src_tokens: Sequence[str]) -> Optional[int]:
+    """The side of the square feature grid whose cells ``r0c0``, ``r0c1``, ... the source tokens name, or None."""
+    side = int(round(len(src_tokens) ** 0.5))
+    ok = side > 0 and list(src_tokens) == [f"r{i}c{j}" for i in range(side) for j in range(side)]
+    return side if ok else None
+
+
+def plot_image_attention(sentence: dict, image_path: PathLike, out: PathLike, index: int, path: PathLike,
+                         word: Optional[int] = None, font: Optional[PathLike] = None) -> None:
+    """Overlay a caption's attention over the image's feature grid on the picture: one panel per output word, or
+    output word ``word`` (0-based) alone."""
+    from nmtkit.data.images import load_image
+
+    matrix = sentence_attention(sentence, "source", index, path)
+    side = grid_side(sentence["src_tokens"])
+    if side is None:
+        raise NmtkitError(f"{path}: sentence {index} attends to {len(sentence['src_tokens'])} source tokens, not "
+                          "to an image's feature grid (r0c0, r0c1, ...): --image goes with 'nmtkit caption' files",
+                          exit_code=2)
+    words = sentence["tgt_tokens"]
+    if word is not None and not 0 <= word < len(words):
+        raise NmtkitError(f"--word: sentence {index} has output tokens 0..{len(words) - 1}", exit_code=2)
+    shown = [word] if word is not None else list(range(len(words)))
+    picture = load_image(image_path, 224).permute(1, 2, 0).numpy()
+    setup_fonts([words[k] for k in shown], font)
+    plt = pyplot()
+    columns = min(len(shown), 6)
+    rows = (len(shown) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(2.2 * columns, 2.4 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, k in zip(axes.flat, shown):
+        grid = matrix[k, :side * side].reshape(side, side)
+        ax.imshow(picture)
+        ax.imshow(grid / max(float(grid.max()), 1e-9), cmap="Greys_r", alpha=0.6, interpolation="bilinear",
+                  extent=(0, picture.shape[1], picture.shape[0], 0), vmin=0, vmax=1)
+        ax.set_title(words[k])
+    fig.suptitle(f"sentence {index}: attention over the image")
+    fig.tight_layout()
     save_figure(fig, out)
 
 

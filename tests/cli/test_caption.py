@@ -112,3 +112,22 @@ def test_the_perplexity_of_images_equals_that_of_the_corpus_features(captioner, 
     model = load_model(captioner / "run" / "best.pt").model
     stored = perplexity(*corpus_nll(model, [examples_batch([(shard, i) for i in range(len(shard))])], "cpu"))
     assert float(ppl) == pytest.approx(stored, rel=1e-3)  # features recomputed in fp32, stored in fp16
+
+
+def test_plot_attn_overlays_a_captions_attention_on_its_image(captioner, tmp_path):
+    image = (captioner / "corpus" / "test.images").read_text().split()[0]
+    run(["caption", "-m", captioner / "run" / "best.pt", "--attention-out", tmp_path / "a.h5"], input=image + "\n")
+    run(["plot-attn", tmp_path / "a.h5", "--index", 0, "--image", image, "-o", tmp_path / "all.png"])
+    run(["plot-attn", tmp_path / "a.h5", "--index", 0, "--image", image, "--word", 0, "-o", tmp_path / "one.png"])
+    assert (tmp_path / "all.png").stat().st_size > 1000 and (tmp_path / "one.png").stat().st_size > 1000
+    r = run(["plot-attn", tmp_path / "a.h5", "--index", 0, "--image", image, "--word", 99, "-o", tmp_path / "x.png"],
+            ok=False)
+    assert "--word: sentence 0 has output tokens 0.." in r.stderr and not (tmp_path / "x.png").exists()
+
+
+def test_plot_attn_refuses_an_image_for_a_translation(trained_ckpt, tmp_path):
+    run(["translate", "-m", trained_ckpt, "--attention-out", tmp_path / "t.h5"], input="forty-two\n")
+    (tmp_path / "p.png").write_bytes(b"")
+    r = run(["plot-attn", tmp_path / "t.h5", "--index", 0, "--image", tmp_path / "p.png", "-o", tmp_path / "o.png"],
+            ok=False)
+    assert "not to an image's feature grid" in r.stderr
