@@ -91,3 +91,16 @@ def test_beam_search_stops_at_the_caption_limit_and_the_corpus_must_have_images(
     assert all(len(h[0].tokens) <= 4 for h in hyps)
     with pytest.raises(NmtkitError, match="reads a features stream named 'image'"):
         build_model(TINY, CorpusMeta.text(10, 10))
+
+
+def test_warm_started_target_attention_first_computes_what_the_baseline_did():
+    """Table 3's "Ours" starts from the source-attention captioner: its new entries into the gates and the output
+    start at zero, so the warm-started model gives the baseline's logits."""
+    from nmtkit.train.warm_start import warm_start
+
+    baseline, b = model(), batch()
+    ours = model(target_attention=True)
+    new, _, zeroed = warm_start(ours, {"model": baseline.state_dict()})
+    assert "decoder.cell.contexts.target.weight" in zeroed and "decoder.readout.extras.target.weight" in zeroed
+    with torch.no_grad():
+        torch.testing.assert_close(ours(b).logits, baseline(b).logits, atol=1e-6, rtol=1e-5)
