@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.translate import decode, decoding_options
+from nmtkit.errors import NmtkitError
 
 
 @click.command("caption")
@@ -11,7 +12,10 @@ from nmtkit.cli.translate import decode, decoding_options
 @click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
               help="the CNN weights the training features came from (if preprocess had --cnn-weights and the file "
                    "has moved; checked by its SHA-256)")
-def command(cnn_weights, **options):
+@click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
+              help="caption precomputed features instead of images: .npy or HDF5 ('features' [images, grid, D]), "
+                   "one caption per row (for models trained on preprocess --features)")
+def command(cnn_weights, features, **options):
     """Caption images with a trained captioning model (show-attend-tell).
 
     Reads one image path a line (relative paths from the current folder) and writes one caption a line:
@@ -20,7 +24,16 @@ def command(cnn_weights, **options):
     corpus made them (the CNN, its weights and the image size are recorded in the checkpoint).
     --attention-out writes the attention over the image's grid of features (cells r0c0, r0c1, ...).
     """
-    from nmtkit.search.sources import image_source
+    from nmtkit.search.sources import FeatureSource, image_source
 
+    verbs = ("captioning", "captioned")
+    if features:
+        from nmtkit.data.captions import load_features
+
+        if options["input_path"]:
+            raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
+        given = FeatureSource(load_features(features, f"--features {features}"))
+        decode(lambda loaded, name: given, chunk_size=256, verbs=verbs, lines=given.lines(), **options)
+        return
     decode(lambda loaded, name: image_source(loaded, options["model_path"], cnn_weights, name), chunk_size=256,
-           verbs=("captioning", "captioned"), **options)
+           verbs=verbs, **options)

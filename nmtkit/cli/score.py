@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -69,21 +71,29 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
 
 
 def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int, tab_refs: bool) -> float:
-    """Perplexity of the references given the sources (text, or image paths for a captioning model); with
+    """Perplexity of the references given the sources (text; image paths, or a features file, .npy or HDF5, for a
+    captioning model); with
     ``tab_refs`` every reference of a line counts, paired with that line's source."""
     from nmtkit.data.batching import make_batch
-    from nmtkit.data.text import check_parallel, read_lines
+    from nmtkit.data.captions import load_features
+    from nmtkit.data.text import check_parallel, count_lines, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
-    from nmtkit.search.sources import image_source
+    from nmtkit.search.sources import FeatureSource, Source, image_source
 
-    check_parallel(src_path, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
-    source = image_source(loaded, model_path) if loaded.model.inputs == ("image",) else None
+    source: Optional[Source] = None
+    if loaded.model.inputs == ("image",) and Path(src_path).suffix in (".npy", ".h5", ".hdf5"):
+        source = FeatureSource(load_features(src_path, f"--src {src_path}", count_lines(ref_path)))
+        inputs = [""] * len(source.features)
+    else:
+        check_parallel(src_path, ref_path)
+        source = image_source(loaded, model_path) if loaded.model.inputs == ("image",) else None
+        inputs = read_lines(src_path)
     pairs = []
-    for n, (line, refs) in enumerate(zip(read_lines(src_path), read_lines(ref_path))):
+    for n, (line, refs) in enumerate(zip(inputs, read_lines(ref_path))):
         item = source.read(n, line.encode()) if source else loaded.text_vocab("src").encode(line)
         if item is None:
             raise NmtkitError(f"{src_path}:{n + 1}: an unusable input for perplexity")

@@ -75,10 +75,11 @@ def command(max_len_a, max_len_b, max_input_len, attention_layer, attention_head
 
 def decode(make_source, model_path, input_path, output_path, beam, greedy, n_best, length_penalty, batch_size,
            attention_out, device, precision, threads, flush, max_len_a=1.5, max_len_b=10, chunk_size=10_000,
-           verbs=("translating", "translated")):
+           verbs=("translating", "translated"), lines=None):
     """Decode the lines of ``input_path`` (or stdin) with a checkpoint, one output line (or ``n_best``) per input
     line; ``make_source(loaded, name)`` gives the :class:`~nmtkit.search.sources.Source` that turns lines into the
-    model's inputs; ``verbs`` name the work in progress and done. Returns the source; raises an error naming the unusable lines once everything is written."""
+    model's inputs (``lines``, if given, are read instead of the input); ``verbs`` name the work in progress and
+    done. Returns the source; raises an error naming the unusable lines once everything is written."""
     import torch
 
     from nmtkit.data.text import check_readable, open_output
@@ -101,7 +102,10 @@ def decode(make_source, model_path, input_path, output_path, beam, greedy, n_bes
     source = make_source(loaded, name)
     model, arithmetic = for_inference(loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
-    stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
+    if lines is not None:
+        stream = lines
+    else:
+        stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
     writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name)
     interactive = flush or (not input_path and sys.stdin.isatty())
     translator = Translator(model, source, loaded.tgt_vocab, opts, dev, chunk_size=1 if interactive else chunk_size,
@@ -126,7 +130,7 @@ def decode(make_source, model_path, input_path, output_path, beam, greedy, n_bes
             writer.abort()
         raise
     finally:
-        if input_path:
+        if input_path and lines is None:
             stream.close()
     seconds = time.perf_counter() - start
     log(f"{verbs[1]} {lines} lines in {seconds:.1f} s ({lines / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")

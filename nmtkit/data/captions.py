@@ -72,8 +72,9 @@ class ImageSpec:
         return cnn.eval()
 
 
-def _load_precomputed(path: PathLike, count: int, split: str) -> np.ndarray:
-    """A split's precomputed features ``[images, grid, D]`` from ``.npy`` or HDF5 (dataset ``features``)."""
+def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
+    """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
+    ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``)."""
     path = Path(path)
     try:
         if path.suffix in (".h5", ".hdf5"):
@@ -83,10 +84,11 @@ def _load_precomputed(path: PathLike, count: int, split: str) -> np.ndarray:
         else:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, KeyError, ValueError) as e:
-        raise NmtkitError(f"--features {split}={path}: cannot read ({str(e).splitlines()[0]})", exit_code=2) from None
-    if array.ndim != 3 or len(array) != count:
-        raise NmtkitError(f"--features {split}={path}: expected an array [{count} images, grid, D], got shape "
-                          f"{tuple(array.shape)}", exit_code=2)
+        raise NmtkitError(f"{option}: cannot read ({str(e).splitlines()[0]})", exit_code=2) from None
+    if array.ndim != 3 or (count is not None and len(array) != count):
+        wanted = f"{count} images" if count is not None else "images"
+        raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
+                          exit_code=2)
     return array
 
 
@@ -128,7 +130,7 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
         for split, listed in names.items():
             paths = image_paths(listed, images)
             if split in features:
-                array = _load_precomputed(features[split], len(listed), split)
+                array = load_features(features[split], f"--features {split}={features[split]}", len(listed))
                 found: Iterator[Optional[np.ndarray]] = (np.asarray(a) for a in array)
             else:
                 assert cnn is not None

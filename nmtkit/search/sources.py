@@ -29,6 +29,15 @@ class Source(Protocol):
         """Names of the positions the model attends to, for attention files."""
 
 
+def grid_labels(count: int) -> list[str]:
+    """Names of the cells of a square feature grid, row by row: ``r0c0``, ``r0c1``, ... (14 x 14 for VGG16 at
+    224 px); ``f0``, ``f1``, ... for features that do not form a square."""
+    side = math.isqrt(count)
+    if side * side != count:
+        return [f"f{i}" for i in range(count)]
+    return [f"r{i}c{j}" for i in range(side) for j in range(side)]
+
+
 class TextSource:
     """Text lines to token ids; a line longer than ``max_input_len`` tokens is truncated with a warning."""
 
@@ -89,11 +98,27 @@ class ImageSource:
             return self.cnn(image.unsqueeze(0))[0].float().numpy()
 
     def labels(self, item: Item) -> list[str]:
-        """Grid cells row by row, ``r0c0`` .. (a square grid: 14 x 14 for VGG16 at 224 px)."""
-        side = math.isqrt(len(item))
-        if side * side != len(item):
-            return [f"f{i}" for i in range(len(item))]
-        return [f"r{i}c{j}" for i in range(side) for j in range(side)]
+        return grid_labels(len(item))
+
+
+class FeatureSource:
+    """Rows of a precomputed feature array ``[images, grid, D]`` (``caption --features``): line i is row i."""
+
+    stream, problem = "image", "without features"
+
+    def __init__(self, features: np.ndarray):
+        self.features = features
+        self.invalid: list[int] = []
+
+    def lines(self) -> list[bytes]:
+        """One (empty) line per row, for the decoding loop."""
+        return [b""] * len(self.features)
+
+    def read(self, index: int, raw: bytes) -> np.ndarray:
+        return np.asarray(self.features[index], dtype=np.float32)
+
+    def labels(self, item: Item) -> list[str]:
+        return grid_labels(len(item))
 
 
 def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, name: str = "<stdin>") -> ImageSource:

@@ -131,3 +131,28 @@ def test_plot_attn_refuses_an_image_for_a_translation(trained_ckpt, tmp_path):
     r = run(["plot-attn", tmp_path / "t.h5", "--index", 0, "--image", tmp_path / "p.png", "-o", tmp_path / "o.png"],
             ok=False)
     assert "not to an image's feature grid" in r.stderr
+
+
+def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
+    import numpy as np
+
+    write_images(tmp_path)
+    arrays = {s: np.random.default_rng(0).standard_normal((n, 4, 6)).astype(np.float16)
+              for s, n in (("train", 5), ("valid", 2), ("test", 2))}
+    for s, a in arrays.items():
+        np.save(tmp_path / f"{s}.npy", a)
+    run(["preprocess", "--captions", tmp_path / "captions.token", "--train", tmp_path / "train.txt",
+         "--valid", tmp_path / "valid.txt", "--test", tmp_path / "test.txt", "--tgt", "en",
+         *[x for s in arrays for x in ("--features", f"{s}={tmp_path / s}.npy")], "-o", tmp_path / "corpus"])
+    run(["train", "--data", tmp_path / "corpus", "--arch", "show-attend-tell", "--save-dir", tmp_path / "run",
+         "--emb-size", 8, "--dec-size", 8, "--max-steps", 4, "--valid-every", 4, "--batch-size", 4])
+    model = tmp_path / "run" / "last.pt"
+    out = run(["caption", "-m", model, "--features", tmp_path / "test.npy", "--attention-out", tmp_path / "a.h5"])
+    assert len(out.stdout.split("\n")) == 3  # two rows, two lines
+    with h5py.File(tmp_path / "a.h5") as f:
+        assert [t.decode() for t in f["sentences/1/src_tokens"][()]] == ["r0c0", "r0c1", "r1c0", "r1c1"]
+    r = run(["caption", "-m", model], input=str(tmp_path / "img0.png") + "\n", ok=False)
+    assert "its corpus had precomputed features" in r.stderr
+    ppl = run(["score", "--metric", "ppl", "-m", model, "--src", tmp_path / "test.npy", "--tab-refs",
+               "-r", tmp_path / "corpus" / "test.en", "--score-only"]).stdout
+    assert float(ppl) > 1
