@@ -1,6 +1,8 @@
 """nmtkit preprocess: parallel text, or images and captions -> corpus folder (vocabularies + HDF5 shards)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from nmtkit.cli.options import Checked
@@ -47,9 +49,7 @@ from nmtkit.errors import NmtkitError
 @click.option("--skip-bad-images", is_flag=True, help="captioning: skip (and count) unreadable images instead of stopping")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
 @click.option("--overwrite", is_flag=True, help="replace an existing corpus folder")
-def command(train, valid, test, src, tgt, vocab, joint, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
-            features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
-            overwrite):
+def command(**o):
     """Segment parallel text, build or load vocabularies, and write HDF5 shards; or, with --captions,
     turn images into CNN features beside their captions.
 
@@ -57,39 +57,35 @@ def command(train, valid, test, src, tgt, vocab, joint, src_vocab, tgt_vocab, ma
     streaming the text so memory does not grow with the corpus. Training examples longer than
     --max-len or with an empty side are dropped and counted. --src-vocab serves every source.
     """
-    if captions:
-        _captions(train, valid, test, src, tgt, vocab, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
-                  features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
-                  overwrite)
-        return
-    if not src:
-        raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
-    spec = VocabSpec.parse(vocab or "spm:8000", joint=joint, src_file=src_vocab, tgt_file=tgt_vocab)
-    folder = preprocess(out, src, tgt, train, valid, test, spec, max_len or None, shard_size or 100_000, overwrite)
+    folder = _captions(o) if o["captions"] else _text(o)
     click.echo(f"wrote corpus to {folder}", err=True)
 
 
-def _captions(train, valid, test, src, tgt, vocab, src_vocab, tgt_vocab, max_len, shard_size, captions, images,
-              features, cnn_weights, cnn_seed, image_size, features_dtype, image_batch_size, skip_bad_images, out,
-              overwrite) -> None:
-    from pathlib import Path
+def _text(o: dict) -> Path:
+    if not o["src"]:
+        raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
+    spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"])
+    return preprocess(o["out"], o["src"], o["tgt"], o["train"], o["valid"], o["test"], spec, o["max_len"] or None,
+                      o["shard_size"] or 100_000, o["overwrite"])
 
+
+def _captions(o: dict) -> Path:
     from nmtkit.data.captions import ImageSpec, preprocess_captions
 
-    if src or src_vocab:
+    if o["src"] or o["src_vocab"]:
         raise NmtkitError("--src and --src-vocab are for text; captioning data has images as its source", exit_code=2)
     given = {}
-    for item in features:
+    for item in o["features"]:
         split, _, file = item.partition("=")
         if not file or split not in ("train", "valid", "test"):
             raise NmtkitError(f"--features {item!r}: expected SPLIT=FILE with SPLIT train, valid or test", exit_code=2)
         given[split] = file
-    splits = {"train": train, "valid": valid, **({"test": test} if test else {})}
-    if images is None and set(given) != set(splits):
+    splits = {"train": o["train"], "valid": o["valid"], **({"test": o["test"]} if o["test"] else {})}
+    if o["images"] is None and set(given) != set(splits):
         raise NmtkitError("--images: give the folder of the images (or --features for every split)", exit_code=2)
-    spec = ImageSpec(image_size, str(Path(cnn_weights).resolve()) if cnn_weights else None, cnn_seed, features_dtype,
-                     image_batch_size, skip_bad_images)
-    vocab_spec = VocabSpec.parse(vocab or "word:10000", joint=False, tgt_file=tgt_vocab)
-    folder = preprocess_captions(out, captions, splits, tgt, images, vocab_spec, spec, given, max_len or None,
-                                 shard_size or 10_000, overwrite)
-    click.echo(f"wrote corpus to {folder}", err=True)
+    weights = str(Path(o["cnn_weights"]).resolve()) if o["cnn_weights"] else None
+    spec = ImageSpec(o["image_size"], weights, o["cnn_seed"], o["features_dtype"], o["image_batch_size"],
+                     o["skip_bad_images"])
+    vocab = VocabSpec.parse(o["vocab"] or "word:10000", joint=False, tgt_file=o["tgt_vocab"])
+    return preprocess_captions(o["out"], o["captions"], splits, o["tgt"], o["images"], vocab, spec, given,
+                               o["max_len"] or None, o["shard_size"] or 10_000, o["overwrite"])
