@@ -61,7 +61,7 @@ def main(emoji: str, out: str, epochs: str = "12") -> None:
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            total += float(loss) * len(batch)
+            total += float(loss.detach()) * len(batch)
         cnn.eval()
         with torch.no_grad():
             predicted = head(cnn(images["dev"]).mean((2, 3))) > 0

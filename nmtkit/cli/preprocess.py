@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import COUNT, POSITIVE
+from nmtkit.config import COUNT, DEVICE, POSITIVE
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
 
@@ -47,6 +47,8 @@ from nmtkit.errors import NmtkitError
 @click.option("--image-batch-size", type=Checked(int, POSITIVE), default=16, show_default=True,
               help="captioning: images per CNN batch")
 @click.option("--skip-bad-images", is_flag=True, help="captioning: skip (and count) unreadable images instead of stopping")
+@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True,
+              help="captioning: where the CNN runs (cpu, cuda, cuda:N, mps or auto)")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
 @click.option("--overwrite", is_flag=True, help="replace an existing corpus folder")
 def command(**o):
@@ -71,6 +73,7 @@ def _text(o: dict) -> Path:
 
 def _captions(o: dict) -> Path:
     from nmtkit.data.captions import ImageSpec, preprocess_captions
+    from nmtkit.device import pick_device
 
     if o["src"] or o["src_vocab"]:
         raise NmtkitError("--src and --src-vocab are for text; captioning data has images as its source", exit_code=2)
@@ -85,7 +88,7 @@ def _captions(o: dict) -> Path:
         raise NmtkitError("--images: give the folder of the images (or --features for every split)", exit_code=2)
     weights = str(Path(o["cnn_weights"]).resolve()) if o["cnn_weights"] else None
     spec = ImageSpec(o["image_size"], weights, o["cnn_seed"], o["features_dtype"], o["image_batch_size"],
-                     o["skip_bad_images"])
+                     o["skip_bad_images"], str(pick_device(o["device"])))
     vocab = VocabSpec.parse(o["vocab"] or "word:10000", joint=False, tgt_file=o["tgt_vocab"])
     return preprocess_captions(o["out"], o["captions"], splits, o["tgt"], o["images"], vocab, spec, given,
                                o["max_len"] or None, o["shard_size"] or 10_000, o["overwrite"])

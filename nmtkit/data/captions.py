@@ -43,6 +43,7 @@ class ImageSpec:
     dtype: str = "float16"
     batch_size: int = 16
     skip_bad: bool = False
+    device: str = "cpu"
 
     def record(self) -> dict:
         """What the manifest and checkpoints keep, to make the same features again."""
@@ -64,12 +65,12 @@ class ImageSpec:
         return cls(size=int(record["size"]), weights=path, seed=int(record["seed"]), dtype=str(record["dtype"]))
 
     def network(self) -> VGG16Features:
-        """The feature extractor, in eval mode."""
+        """The feature extractor, in eval mode, on ``device``."""
         torch.manual_seed(self.seed)
-        cnn = VGG16Features()
+        cnn = VGG16Features()  # random weights drawn on the CPU: the same on every machine
         if self.weights:
             cnn.load_weights(Path(self.weights))
-        return cnn.eval()
+        return cnn.eval().to(self.device)
 
 
 def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import torch
@@ -67,7 +67,7 @@ def load_image(path: PathLike, size: int) -> torch.Tensor:
     return torch.from_numpy(pixels.copy()).permute(2, 0, 1).float().div_(255)
 
 
-def extract_features(cnn: Callable[[torch.Tensor], torch.Tensor], paths: Sequence[PathLike], size: int,
+def extract_features(cnn: torch.nn.Module, paths: Sequence[PathLike], size: int,
                      batch_size: int = 16, skip_bad: bool = False, dtype: str = "float16",
                      label: str = "images") -> Iterator[Optional[np.ndarray]]:
     """Each image's features ``[grid, D]`` (as ``dtype``), in order, computed in batches with a progress bar;
@@ -86,7 +86,8 @@ def extract_features(cnn: Callable[[torch.Tensor], torch.Tensor], paths: Sequenc
                     warn(f"{e}; skipped (--skip-bad-images)")
                     images.append(None)
             good = [x for x in images if x is not None]
-            features = iter(cnn(torch.stack(good)).numpy().astype(dtype)) if good else iter(())
+            device = next(cnn.parameters()).device
+            features = iter(cnn(torch.stack(good).to(device)).float().cpu().numpy().astype(dtype)) if good else iter(())
             yield from (next(features) if x is not None else None for x in images)
             bar.advance(task, len(chunk))
 

@@ -95,7 +95,8 @@ class ImageSource:
             self.invalid.append(index + 1)
             return None
         with torch.inference_mode():
-            return self.cnn(image.unsqueeze(0))[0].float().numpy()
+            device = next(self.cnn.parameters()).device
+            return self.cnn(image.unsqueeze(0).to(device))[0].float().cpu().numpy()
 
     def labels(self, item: Item) -> list[str]:
         return grid_labels(len(item))
