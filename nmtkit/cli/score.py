@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import POSITIVE
+from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.text import METRICS
 
@@ -19,7 +19,7 @@ from nmtkit.metrics.text import METRICS
               help="reference file (repeat for several references)")
 @click.option("--tab-refs", is_flag=True,
               help="each reference line holds several references separated by TABs (captions; preprocess's valid.en)")
-@click.option("--max-ngram", type=click.IntRange(1, 4), default=4, show_default=True, help="BLEU-N: n-grams up to N")
+@click.option("--max-ngram", type=Checked(int, Range(1, 4)), default=4, show_default=True, help="BLEU-N: n-grams up to N")
 @click.option("--no-brevity-penalty", is_flag=True,
               help="BLEU as the geometric mean of the n-gram precisions alone (captioning papers' BLEU-3/4)")
 @click.option("-i", "--input", "hyp_path", type=click.Path(dir_okay=False), help="hypotheses [default: stdin]")
@@ -82,14 +82,19 @@ def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int, 
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
     from nmtkit.search.sources import FeatureSource, Source, image_source
 
+    features = Path(src_path).suffix in (".npy", ".h5", ".hdf5")  # a captioning model's precomputed features
+    if not features:
+        check_parallel(src_path, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
     source: Optional[Source] = None
-    if loaded.model.inputs == ("image",) and Path(src_path).suffix in (".npy", ".h5", ".hdf5"):
+    if features:
+        if loaded.model.inputs != ("image",):
+            raise NmtkitError(f"--src {src_path}: features are for captioning models; this {loaded.config['arch']} "
+                              "model reads text", exit_code=2)
         source = FeatureSource(load_features(src_path, f"--src {src_path}", count_lines(ref_path)))
         inputs = [""] * len(source.features)
     else:
-        check_parallel(src_path, ref_path)
         source = image_source(loaded, model_path) if loaded.model.inputs == ("image",) else None
         inputs = read_lines(src_path)
     pairs = []
