@@ -75,6 +75,15 @@ def test_features_given_precomputed_are_stored_as_given(tmp_path):
     assert corpus.meta.streams["image"].size == 7
     shard = Shard(corpus.folder / corpus.manifest["splits"]["valid"]["shards"][0]["file"])
     assert np.array_equal(shard.get("image", 1), arrays["valid"][1])
+    import h5py
+
+    with h5py.File(tmp_path / "test.h5", "w") as f:
+        f["features"] = arrays["test"]
+    again = preprocess_captions(tmp_path / "corpus.h5", tmp_path / "captions.token", splits, "en",
+                                features={"train": tmp_path / "train.npy", "valid": tmp_path / "valid.npy",
+                                          "test": tmp_path / "test.h5"})
+    shard = Shard(again / Corpus.open(again).manifest["splits"]["test"]["shards"][0]["file"])
+    assert np.array_equal(shard.get("image", 0), arrays["test"][0])
     np.save(tmp_path / "short.npy", arrays["test"][:1])
     with pytest.raises(NmtkitError, match=r"--features test=.*short.npy: expected an array \[2 images, grid, D\]"):
         preprocess_captions(tmp_path / "c2", tmp_path / "captions.token", splits, "en",
