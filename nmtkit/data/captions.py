@@ -9,7 +9,6 @@ the image paths as the input of ``nmtkit caption``. The manifest records how fea
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Optional
@@ -18,13 +17,12 @@ import numpy as np
 import torch
 
 from nmtkit.data.images import extract_features, image_paths, read_captions, read_image_list
-from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
-from nmtkit.data.preprocess import VocabSpec, build_vocabs
+from nmtkit.data.manifest import FORMAT_VERSION, file_record
+from nmtkit.data.preprocess import VocabSpec, build_vocabs, check_new_corpus, save_token_stream, write_manifest
 from nmtkit.data.shards import ShardWriter
-from nmtkit.data.streams import FEATURES, TARGET, TOKENS
+from nmtkit.data.streams import FEATURES, TARGET
 from nmtkit.data.text import PathLike, atomic_folder, atomic_output
 from nmtkit.data.vgg import FEATURE_SIZE, VGG16Features
-from nmtkit.data.vocab import vocab_filename
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, warn
 
@@ -101,8 +99,7 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
     ``valid`` and optionally ``test``), with images under ``images`` (or features given per split)."""
     out, spec, features = Path(out), spec or ImageSpec(), dict(features or {})
     vocab = vocab or VocabSpec(kind="word", size=10_000)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise NmtkitError(f"{out}: output folder already holds files; use --overwrite to replace it", exit_code=1)
+    check_new_corpus(out, overwrite)
     unknown = sorted(set(features) - set(splits))
     if unknown:
         raise NmtkitError(f"--features {unknown[0]}=...: no such split (splits: {', '.join(splits)})", exit_code=2)
@@ -119,11 +116,9 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
             f.writelines(c.replace("\n", " ") + "\n" for n in names["train"] for c in by_image[n])
         vocabs = build_vocabs(vocab, {TARGET: train_text})
         tgt_vocab = vocabs[TARGET]
-        tgt_vocab.save(tmp / vocab_filename(tgt_vocab, TARGET))
         cnn = None if set(features) >= set(splits) else spec.network()
         streams = {IMAGE: {"kind": FEATURES, "lang": "", "size": FEATURE_SIZE},
-                   TARGET: {"kind": TOKENS, "lang": lang, "vocab": vocab_filename(tgt_vocab, TARGET),
-                            "size": len(tgt_vocab), "vocab_kind": tgt_vocab.kind}}
+                   TARGET: save_token_stream(tmp, TARGET, tgt_vocab, lang)}
         manifest: dict = {"format": FORMAT_VERSION, "streams": streams, "splits": {},
                           "options": {"max_len": max_len, "shard_size": shard_size, "vocab": f"{vocab.kind}:{vocab.size}",
                                       "images": spec.record() if cnn is not None else None,
@@ -140,8 +135,7 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
             info = _write_split(tmp, split, listed, paths, found, by_image, tgt_vocab, lang, max_len, shard_size)
             streams[IMAGE]["size"] = info.pop("feature_size")
             manifest["splits"][split] = info
-        manifest["files"] = {f.name: file_record(f) for f in sorted(tmp.iterdir())}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_manifest(tmp, manifest)
     return out
 
 

@@ -55,6 +55,26 @@ def source_streams(specs: Union[str, Sequence[str]]) -> dict[str, str]:
     return streams
 
 
+def check_new_corpus(out: Path, overwrite: bool) -> None:
+    """Refuse an output folder that already holds files (a corpus or anything else) unless ``overwrite``."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+        what = "a corpus" if (out / MANIFEST).exists() else "files"
+        raise NmtkitError(f"{out}: output folder already holds {what}; use --overwrite to replace it", exit_code=1)
+
+
+def save_token_stream(folder: Path, stream: str, vocab: Vocab, lang: str) -> dict:
+    """Save a text stream's vocabulary into the corpus folder; its entry of the manifest's ``streams``."""
+    name = vocab_filename(vocab, stream)
+    vocab.save(folder / name)
+    return {"kind": TOKENS, "lang": lang, "vocab": name, "size": len(vocab), "vocab_kind": vocab.kind}
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """Write ``manifest.json`` into the corpus folder, with the size and SHA-256 of every other file."""
+    manifest["files"] = {f.name: file_record(f) for f in sorted(folder.iterdir())}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]:
     """Load or build a vocabulary for every text stream (``train``: stream -> its training file);
     a joint vocabulary is one object shared by all of them."""
@@ -137,9 +157,7 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
     """
     out = Path(out)
     vocab = vocab or VocabSpec()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        what = "a corpus" if (out / MANIFEST).exists() else "files"
-        raise NmtkitError(f"{out}: output folder already holds {what}; use --overwrite to replace it", exit_code=1)
+    check_new_corpus(out, overwrite)
     splits = {"train": train, "valid": valid}
     if test:
         splits["test"] = test
@@ -157,11 +175,7 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
                   suffixes: Mapping[str, str], vocab: VocabSpec, max_len: Optional[int], shard_size: int) -> None:
     """Vocabularies, shards, held-out text and the manifest, into the folder ``tmp``."""
     vocabs = build_vocabs(vocab, files["train"])
-    streams: dict[str, dict] = {}
-    for stream, v in vocabs.items():
-        streams[stream] = {"kind": TOKENS, "lang": suffixes[stream], "vocab": vocab_filename(v, stream),
-                           "size": len(v), "vocab_kind": v.kind}
-        v.save(tmp / streams[stream]["vocab"])
+    streams = {stream: save_token_stream(tmp, stream, v, suffixes[stream]) for stream, v in vocabs.items()}
     manifest: dict = {
         "format": FORMAT_VERSION, "streams": streams,
         "options": {"max_len": max_len, "shard_size": shard_size,
@@ -177,5 +191,4 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
             info["reference"] = raw.pop(TARGET)
             info["inputs"] = raw
         manifest["splits"][name] = info
-    manifest["files"] = {f.name: file_record(f) for f in sorted(tmp.iterdir())}
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_manifest(tmp, manifest)
