@@ -49,12 +49,17 @@ def packable() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
+def matrix_layers(model: nn.Module) -> dict[str, nn.Linear]:
+    """The model's ``nn.Linear`` layers by name, those with more than one output: vector products (out_features 1,
+    e.g. attention's v) gain nothing from packing or int8 and stay plain."""
+    return {name: m for name, m in model.named_modules() if type(m) is nn.Linear and m.out_features > 1}
+
+
 def pack_linears(model: nn.Module) -> nn.Module:
-    """``model`` with every ``nn.Linear`` of more than one output replaced, in place, by a :class:`PackedLinear`."""
-    for module in list(model.modules()):
-        for name, child in list(module.named_children()):
-            if type(child) is nn.Linear and child.out_features > 1:
-                setattr(module, name, PackedLinear(child))
+    """``model`` with every :func:`matrix_layers` layer replaced, in place, by a :class:`PackedLinear`."""
+    for name, layer in matrix_layers(model).items():
+        parent, _, attribute = name.rpartition(".")
+        setattr(model.get_submodule(parent), attribute, PackedLinear(layer))
     return model
 
 
@@ -72,9 +77,7 @@ def for_inference(model: nn.Module, precision: str, device: torch.device) -> tup
         if quantize is None:
             raise NmtkitError(f"--precision int8: this PyTorch ({torch.__version__}) has no dynamic quantisation",
                               exit_code=2)
-        # vector products (out_features 1, e.g. attention's v) gain nothing from int8 and stay plain
-        names = {name for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.out_features > 1}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # upstream deprecation notices, not the user's concern
-            return quantize(model, names, dtype=torch.qint8), contextlib.nullcontext()
+            return quantize(model, set(matrix_layers(model)), dtype=torch.qint8), contextlib.nullcontext()
     raise NmtkitError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}", exit_code=2)

@@ -82,16 +82,12 @@ class ImageSource:
 
         try:
             path = without_bom(strip_newline(raw), index + 1).decode("utf-8").strip()
-        except UnicodeDecodeError:
-            path = None
-        if path == "":
-            return None
-        try:
-            if path is None:
-                raise NmtkitError("not a UTF-8 file name")
+            if not path:
+                return None
             image = load_image(path, self.size)
-        except NmtkitError as e:
-            warn(f"{self.name}:{index + 1}: {e}; writing an empty line")
+        except (UnicodeDecodeError, NmtkitError) as e:
+            problem = "not a UTF-8 file name" if isinstance(e, UnicodeDecodeError) else e
+            warn(f"{self.name}:{index + 1}: {problem}; writing an empty line")
             self.invalid.append(index + 1)
             return None
         with torch.inference_mode():

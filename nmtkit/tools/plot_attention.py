@@ -14,12 +14,14 @@ sentences stay legible.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import numpy as np
 
 from nmtkit.data.text import PathLike
 from nmtkit.errors import NmtkitError
+from nmtkit.search.sources import grid_labels
 from nmtkit.tools.figures import pyplot, save_figure, setup_fonts
 
 KINDS = ("source", "target", "encoders")
@@ -94,10 +96,11 @@ def plot_sentence(sentence: dict, kind: str, out: PathLike, index: int, path: Pa
 
 
 def grid_side(src_tokens: Sequence[str]) -> Optional[int]:
-    """The side of the square feature grid whose cells ``r0c0``, ``r0c1``, ... the source tokens name, or None."""
-    side = int(round(len(src_tokens) ** 0.5))
-    ok = side > 0 and list(src_tokens) == [f"r{i}c{j}" for i in range(side) for j in range(side)]
-    return side if ok else None
+    """The side of the square feature grid whose cells (:func:`~nmtkit.search.sources.grid_labels`) the source
+    tokens name, or None."""
+    side = math.isqrt(len(src_tokens))
+    return side if side and side * side == len(src_tokens) and list(src_tokens) == grid_labels(len(src_tokens)) \
+        else None
 
 
 def plot_image_attention(sentence: dict, image_path: PathLike, out: PathLike, index: int, path: PathLike,
