@@ -21,22 +21,24 @@ from typing import Mapping
 import torch
 from torch import nn
 
-from nmtkit.config import COUNT, POSITIVE, PROBABILITY, Option, Range
+from nmtkit.config import POSITIVE, PROBABILITY, Option, Range
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import FEATURES, CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
+from nmtkit.models.rnnsearch import RNN_OPTIONS
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 IMAGE = "image"
 
+_RNN = {o.name: o for o in RNN_OPTIONS}  # the options of the RNN decoder it shares with rnnsearch, as they are
 OPTIONS = [
     Option("emb_size", 256, "word embedding size", allows=POSITIVE),
     Option("dec_size", 512, "decoder LSTM size (the paper: 512)", allows=POSITIVE),
-    Option("att_size", 0, "attention MLP hidden size (0: the decoder size)", allows=COUNT),
-    Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)", allows=COUNT),
+    _RNN["att_size"],
+    _RNN["readout_size"],
     Option("dropout", 0.5, "dropout on embeddings and before the output layer", allows=PROBABILITY),
     Option("target_attention", False, "attention over the decoder's previous states (target-target-attention.txt "
            "Eq. 6-11; Table 3's 'Ours')"),
@@ -44,7 +46,7 @@ OPTIONS = [
            "(0: off)", allows=Range(0, 1e6)),
     Option("feature_norm", True, "normalise each image feature vector (LayerNorm) before attention"),
     Option("max_caption_len", 50, "the longest caption decoding may produce, in tokens", allows=POSITIVE),
-    Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)", allows=Range(0, 1)),
+    _RNN["param_init"],
 ]
 
 

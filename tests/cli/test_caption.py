@@ -8,7 +8,7 @@ import torch
 
 from nmtkit.data.vgg import VGG16Features
 from tests.conftest import run
-from tests.data.test_captions import write_images
+from tests.data.test_captions import write_features, write_images
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +134,8 @@ def test_plot_attn_refuses_an_image_for_a_translation(trained_ckpt, tmp_path):
 
 
 def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
-    import numpy as np
-
     write_images(tmp_path)
-    arrays = {s: np.random.default_rng(0).standard_normal((n, 4, 6)).astype(np.float16)
-              for s, n in (("train", 5), ("valid", 2), ("test", 2))}
-    for s, a in arrays.items():
-        np.save(tmp_path / f"{s}.npy", a)
+    arrays = write_features(tmp_path, 4, 6)
     run(["preprocess", "--captions", tmp_path / "captions.token", "--train", tmp_path / "train.txt",
          "--valid", tmp_path / "valid.txt", "--test", tmp_path / "test.txt", "--tgt", "en",
          *[x for s in arrays for x in ("--features", f"{s}={tmp_path / s}.npy")], "-o", tmp_path / "corpus"])

@@ -34,6 +34,15 @@ def write_images(folder, n=9):
     return names
 
 
+def write_features(folder, grid, size):
+    """Random features ``[images, grid, size]`` of write_images' three splits, as ``SPLIT.npy`` in ``folder``."""
+    arrays = {s: np.random.default_rng(0).standard_normal((n, grid, size)).astype(np.float16)
+              for s, n in (("train", 5), ("valid", 2), ("test", 2))}
+    for s, a in arrays.items():
+        np.save(folder / f"{s}.npy", a)
+    return arrays
+
+
 SPEC = ImageSpec(size=32)  # a 2 x 2 grid of conv5_3 features: quick
 
 
@@ -64,10 +73,7 @@ def test_a_captioning_corpus(tmp_path):
 
 def test_features_given_precomputed_are_stored_as_given(tmp_path):
     write_images(tmp_path)
-    arrays = {s: np.random.default_rng(0).standard_normal((n, 3, 7)).astype(np.float16)
-              for s, n in (("train", 5), ("valid", 2), ("test", 2))}
-    for s, a in arrays.items():
-        np.save(tmp_path / f"{s}.npy", a)
+    arrays = write_features(tmp_path, 3, 7)
     splits = {s: tmp_path / f"{s}.txt" for s in arrays}
     folder = preprocess_captions(tmp_path / "corpus", tmp_path / "captions.token", splits, "en",
                                  features={s: tmp_path / f"{s}.npy" for s in arrays})
