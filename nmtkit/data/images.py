@@ -72,6 +72,7 @@ def extract_features(cnn: torch.nn.Module, paths: Sequence[PathLike], size: int,
                      label: str = "images") -> Iterator[Optional[np.ndarray]]:
     """Each image's features ``[grid, D]`` (as ``dtype``), in order, computed in batches with a progress bar;
     an unreadable image is an error, or with ``skip_bad`` a warning and None."""
+    device = next(cnn.parameters()).device
     with progress() as bar, torch.inference_mode():
         task = bar.add_task(f"features of {label}", total=len(paths), info="")
         for start in range(0, len(paths), batch_size):
@@ -86,7 +87,6 @@ def extract_features(cnn: torch.nn.Module, paths: Sequence[PathLike], size: int,
                     warn(f"{e}; skipped (--skip-bad-images)")
                     images.append(None)
             good = [x for x in images if x is not None]
-            device = next(cnn.parameters()).device
             features = iter(cnn(torch.stack(good).to(device)).float().cpu().numpy().astype(dtype)) if good else iter(())
             yield from (next(features) if x is not None else None for x in images)
             bar.advance(task, len(chunk))
