@@ -47,13 +47,13 @@ class RNNDecoder(nn.Module):
 
     def __init__(self, emb_size: int, ctx_size: int, dec_size: int, att_size: int, readout_size: int,
                  tgt_vocab: int, dropout: float, cell: str = "gru", target_attention: bool = False,
-                 extra_size: int = 0, prefix: str = "", attention: Optional[nn.Module] = None):
+                 extra_size: int = 0, prefix: str = "", attention: Optional[nn.Module] = None, summary_size: int = 0):
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"unknown decoder cell {cell!r}")
         cell_class = CELLS[cell]
         self.prefix, self.extra_size = prefix, extra_size
-        self.init_state = nn.Linear(ctx_size, dec_size)
+        self.init_state = nn.Linear(summary_size or ctx_size, dec_size)  # s_0 from the mean encoder state(s)
         # any attention of the protocol may serve (``attention``, reading the cell's state and projecting it
         # itself); by default RNNSearch's MLP, whose query the GRU and LSTM cells compute in their recurrent product
         fused = cell_class.fuses_query and attention is None
@@ -78,11 +78,10 @@ class RNNDecoder(nn.Module):
 
         s_0 = tanh(W_s mean_i h_i); ``extra [B, X]`` is R̃ when the decoder takes one.
         """
-        memory, mask = state["memory"], state["mask"]
-        mean = memory.sum(1) / mask.sum(1, keepdim=True).to(memory.dtype)
-        s0 = torch.tanh(self.init_state(mean))
-        entries = {"keys": self.attention.keys(memory), **self.cell.start(s0)}
-        static = ["keys"]
+        s0 = torch.tanh(self.init_state(self.summary(state)))
+        keys = self.source_keys(state)
+        entries = {**keys, **self.cell.start(s0)}
+        static = list(keys)
         if self.target_attention is not None:
             entries["tmemory"], entries["tkeys"] = self.target_attention.empty(s0)
         if self.extra_size:
@@ -93,14 +92,31 @@ class RNNDecoder(nn.Module):
         return DecoderState({**state.tensors, **{self._name(k): v for k, v in entries.items()}},
                             state.static | {self._name(k) for k in static})
 
+    # -- the encoder side: what a multi-source decoder (nmtkit.models.combination) replaces ---------------
+    def summary(self, state: DecoderState) -> torch.Tensor:
+        """What s_0 is computed from: the mean encoder state ``[B, C]``."""
+        memory, mask = state["memory"], state["mask"]
+        return memory.sum(1) / mask.sum(1, keepdim=True).to(memory.dtype)
+
+    def source_keys(self, state: DecoderState) -> dict[str, torch.Tensor]:
+        """The per-sentence part of the attention scores (U h_i), by state name (without the prefix)."""
+        return {"keys": self.attention.keys(state["memory"])}
+
+    def attend_sources(self, s: torch.Tensor, query: Optional[torch.Tensor], emb: torch.Tensor,
+                       state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
+        """The source context c^e_j ``[B, C]`` and its weights by name, attended from ``s`` (its projection
+        ``query`` if the cell computed it); ``emb`` E y_{j-1} and ``state`` (holding s_{j-1}) as they are."""
+        ctx, alpha = self.attention(s if query is None else query, self._get(state, "keys"), state["memory"],
+                                    state["mask"])
+        return ctx, {"source": alpha}
+
     # -- one step ----------------------------------------------------------------------
-    def _attend(self, state: DecoderState):
+    def _attend(self, emb: torch.Tensor, state: DecoderState):
         """The cell's ``attend``: source attention (c^e_j) and, if on, target attention over s_1..s_{j-1} (c^d_j)."""
 
         def attend(s: torch.Tensor, query: Optional[torch.Tensor]):
-            ctx, alpha = self.attention(s if query is None else query, self._get(state, "keys"), state["memory"],
-                                        state["mask"])
-            contexts, weights = {"source": ctx}, {"source": alpha}
+            ctx, weights = self.attend_sources(s, query, emb, state)
+            contexts = {"source": ctx}
             if self.target_attention is not None:  # Eq. 6-7
                 contexts["target"], weights["target"] = self.target_attention(s, self._get(state, "tkeys"),
                                                                               self._get(state, "tmemory"))
@@ -120,9 +136,10 @@ class RNNDecoder(nn.Module):
         extras = {"target": contexts["target"]} if "target" in contexts else {}
         return self.readout(torch.cat([s, emb, contexts["source"]], dim=-1), extras, self._get(state, "extra_out"))
 
-    def _recur(self, gi: torch.Tensor, state: DecoderState) -> tuple[DecoderState, dict, AttentionWeights]:
+    def _recur(self, gi: torch.Tensor, emb: torch.Tensor, state: DecoderState) -> tuple[DecoderState, dict,
+                                                                                          AttentionWeights]:
         cell_state = {k: self._get(state, k) for k in self.cell.state_names}
-        new, contexts, weights = self.cell.step(gi, cell_state, self._attend(state))
+        new, contexts, weights = self.cell.step(gi, cell_state, self._attend(emb, state))
         updates = {self._name(k): v for k, v in new.items()}
         if self.target_attention is not None:  # M^{j+1}_tgt = M^j_tgt ∪ {s_j}
             updates[self._name("tmemory")], updates[self._name("tkeys")] = self.target_attention.extend(
@@ -131,7 +148,7 @@ class RNNDecoder(nn.Module):
 
     def step(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         """Logits ``[B, V]`` of step j from E y_{j-1} ``[B, E]``, the new state and the weights."""
-        state, contexts, weights = self._recur(self._input_gates(emb, state), state)
+        state, contexts, weights = self._recur(self._input_gates(emb, state), emb, state)
         return self._logits(self._get(state, "hidden"), emb, contexts, state), state, weights
 
     # -- teacher forcing -----------------------------------------------------------------
@@ -151,16 +168,15 @@ class RNNDecoder(nn.Module):
         steps = emb.size(1)
         states, contexts, weights = [], {}, {}
         for j in range(steps):
-            state, ctx, w = self._recur(gi[:, j], state)
+            state, ctx, w = self._recur(gi[:, j], emb[:, j], state)
             states.append(self._get(state, "hidden"))
             for store, values in ((contexts, ctx), (weights, w)):
                 for name, value in values.items():
                     store.setdefault(name, []).append(value)
         contexts = {name: torch.stack(c, 1) for name, c in contexts.items()}
-        attention = {"source": torch.stack(weights["source"], 1)}
-        if "target" in weights:
-            attention["target"] = torch.stack(
-                [nn.functional.pad(b, (0, steps - b.size(1))) for b in weights["target"]], 1)
+        attention = {name: torch.stack(w if name != "target" else [nn.functional.pad(b, (0, steps - b.size(1)))
+                                                                   for b in w], 1)
+                     for name, w in weights.items()}
         states = torch.stack(states, 1)
         return self._logits(states, emb, contexts, state), states, attention
 

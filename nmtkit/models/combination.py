@@ -1,0 +1,204 @@
+"""Attention over several encoders from one RNN decoder state: multi-source-attention.txt §2-3.
+
+A decoder state s attends to N encoders, encoder k with states h^(k)_1..h^(k)_{T_k} (sizes may differ).
+Three ways to combine their attention, each a :class:`Combination`:
+
+- :class:`ConcatCombination` (Zoph and Knight 2016; Firat et al. 2016): one attention per encoder (Eq. 1-3),
+  the context vectors concatenated, c = [c^(1); ...; c^(N)].
+- :class:`FlatCombination` (§3.1): one distribution jointly over the states of all encoders,
+  e^(k)_j = v_a^T tanh(W_a s + U^(k)_a h^(k)_j) with v_a, W_a shared (Eq. 1, 6), and
+  c = Σ_k Σ_j α^(k)_j U^(k)_c h^(k)_j (Eq. 7).
+- :class:`HierarchicalCombination` (§3.2): a context c^(k) per encoder (Eq. 1-3), then a second attention
+  over them, e^(k) = v_b^T tanh(W_b s + U^(k)_b c^(k)) (Eq. 8), β = softmax_k e^(k) (Eq. 9) and
+  c = Σ_k β^(k) U^(k)_c c^(k) (Eq. 10).
+
+Flat and hierarchical take two switches of Table 1: ``share`` (U_c = U_a, resp. U_c = U_b: one projection for
+energies and contexts) and the sentinel (Eq. 4-5, after Lu et al. 2016): a vector ψ ⊙ s, ψ = σ(W_y y + W_s s_prev),
+that joins the distribution as one more item with its own energy (projection U^(ψ)_a, resp. U^(ψ)_b) and whose
+projection U^(ψ)_c enters the context; attending to it lets the decoder fall back on its own state. Their contexts
+live in the projection space (``att_size``), concat's have the encoders' sizes added up.
+
+Each combination precomputes what depends only on the inputs once per sentence (:meth:`Combination.start`),
+then gives, per decoder step, the context, each encoder's weights over its states, and (flat and hierarchical)
+the distribution over the encoders and the sentinel, whose columns follow ``names`` (and ``sentinel``, last).
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Optional
+
+import torch
+from torch import nn
+
+from nmtkit.models.attention import MLPAttention, additive_scores, masked_softmax
+
+Tensors = dict[str, torch.Tensor]
+#: ``get(name)``: a tensor of the decoding state: ``memory.K`` ``[B, T_K, D_K]`` and ``mask.K`` ``[B, T_K]`` of
+#: encoder K, and the entries :meth:`Combination.start` gave.
+Getter = Callable[[str], torch.Tensor]
+#: (context ``[B, C]``, each encoder's weights ``[B, T_K]`` by name, weights over encoders (+ sentinel) ``[B, N(+1)]``
+#: or None)
+Combined = tuple[torch.Tensor, Tensors, Optional[torch.Tensor]]
+SENTINEL = "sentinel"
+
+
+class Sentinel(nn.Module):
+    """The sentinel vector ψ ⊙ s with the gate ψ = σ(W_y y + W_s s_prev) (multi-source-attention.txt Eq. 4).
+
+    ``y`` is the embedded previous output, ``s_prev`` the previous decoder state and ``s`` the state the
+    attention reads (the same as ``s_prev`` for a decoder that attends before its transition, s'_j for a
+    conditional GRU)."""
+
+    def __init__(self, emb_size: int, state_size: int):
+        super().__init__()
+        self.input = nn.Linear(emb_size, state_size)  # W_y (with the bias)
+        self.state = nn.Linear(state_size, state_size, bias=False)  # W_s
+
+    def forward(self, y: torch.Tensor, s_prev: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.input(y) + self.state(s_prev)) * s
+
+
+class Combination(nn.Module):
+    """Attention of a decoder state over the encoders ``names`` (sizes ``sizes``); ``context_size`` wide."""
+
+    context_size: int
+    sentinel_size = 0
+
+    def __init__(self, sizes: Mapping[str, int]):
+        super().__init__()
+        self.names = tuple(sizes)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The columns of the weights over encoders: the encoders, then the sentinel if there is one."""
+        return self.names + ((SENTINEL,) if self.sentinel_size else ())
+
+    def start(self, get: Getter) -> Tensors:
+        """What the steps need that depends on the inputs only, by state name."""
+        raise NotImplementedError
+
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+        """The combined context of a step from the decoder state ``s [B, H]`` (and the sentinel vector ``[B, H]``)."""
+        raise NotImplementedError
+
+
+class EncoderAttentions(nn.ModuleDict):
+    """One attention (Eq. 1-3) per encoder, by name: the first level of concat and hierarchical."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int):
+        super().__init__({name: MLPAttention(query_size, size, att_size) for name, size in sizes.items()})
+
+    def start(self, get: Getter) -> Tensors:
+        return {f"keys.{name}": a.keys(get(f"memory.{name}")) for name, a in self.items()}
+
+    def contexts(self, s: torch.Tensor, get: Getter) -> tuple[Tensors, Tensors]:
+        """c^(k) and α^(k) of every encoder, by name."""
+        out = {name: a(s, get(f"keys.{name}"), get(f"memory.{name}"), get(f"mask.{name}")) for name, a in self.items()}
+        return {name: c for name, (c, _) in out.items()}, {name: w for name, (_, w) in out.items()}
+
+
+class ConcatCombination(Combination):
+    """c = [c^(1); ...; c^(N)]: each encoder attended on its own, the combination left to the layers after."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int):
+        super().__init__(sizes)
+        self.attentions = EncoderAttentions(query_size, sizes, att_size)
+        self.context_size = sum(sizes.values())
+
+    def start(self, get: Getter) -> Tensors:
+        return self.attentions.start(get)
+
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+        contexts, weights = self.attentions.contexts(s, get)
+        return torch.cat([contexts[name] for name in self.names], -1), weights, None
+
+
+def _projections(sizes: Mapping[str, int], att_size: int, sentinel_size: int) -> nn.ModuleDict:
+    """A map into the ``att_size`` space for every encoder (and the sentinel)."""
+    sizes = {**sizes, **({SENTINEL: sentinel_size} if sentinel_size else {})}
+    return nn.ModuleDict({name: nn.Linear(size, att_size) for name, size in sizes.items()})
+
+
+class _Joint(Combination):
+    """What flat and hierarchical share: W s and v of the energies, U_a (U_b) per item, U_c per item unless shared."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int):
+        super().__init__(sizes)
+        self.sentinel_size, self.share, self.context_size = sentinel_size, share, att_size
+        self.query = nn.Linear(query_size, att_size, bias=False)  # W_a (W_b)
+        self.v = nn.Linear(att_size, 1, bias=False)  # v_a (v_b)
+        self.energy = _projections(sizes, att_size, sentinel_size)  # U_a^(k) (U_b^(k)), and U^(ψ)
+        self.value = None if share else _projections(sizes, att_size, sentinel_size)  # U_c^(k), U_c^(ψ)
+
+    def project_value(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        """U_c x of item ``name`` (U_a x, resp. U_b x, when shared)."""
+        return (self.energy if self.value is None else self.value)[name](x)
+
+
+class FlatCombination(_Joint):
+    """One softmax over the states of every encoder and the sentinel (Eq. 6-7; the sentinel as Eq. 5)."""
+
+    def start(self, get: Getter) -> Tensors:
+        """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end."""
+        out = {"keys": torch.cat([self.energy[n](get(f"memory.{n}")) for n in self.names], 1),
+               "mask": torch.cat([get(f"mask.{n}") for n in self.names], 1)}
+        if self.value is not None:
+            out["values"] = torch.cat([self.value[n](get(f"memory.{n}")) for n in self.names], 1)
+        return out
+
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+        q = self.query(s)
+        keys, mask = get("keys"), get("mask")
+        scores = additive_scores(keys + q.unsqueeze(1), self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a
+        if sentinel is not None:  # e^(ψ)_i, Eq. 5, one more column of the joint softmax
+            scores = torch.cat([scores, additive_scores(self.energy[SENTINEL](sentinel) + q, self.v).unsqueeze(1)], 1)
+            mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
+        alpha = masked_softmax(scores, mask)  # Eq. 6: sums to one over all encoders' states (and the sentinel)
+        states = alpha[:, :keys.size(1)]
+        values = keys if self.value is None else get("values")
+        context = torch.bmm(states.unsqueeze(1), values).squeeze(1)  # Eq. 7
+        per_encoder = dict(zip(self.names, states.split([get(f"mask.{n}").size(1) for n in self.names], 1)))
+        over = [w.sum(1, keepdim=True) for w in per_encoder.values()]
+        if sentinel is not None:
+            context = context + alpha[:, -1:] * self.project_value(SENTINEL, sentinel)
+            over.append(alpha[:, -1:])
+        return context, per_encoder, torch.cat(over, 1)
+
+
+class HierarchicalCombination(_Joint):
+    """A context per encoder (Eq. 1-3), then an attention over them and the sentinel (Eq. 8-10)."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int):
+        super().__init__(query_size, sizes, att_size, share, sentinel_size)
+        self.attentions = EncoderAttentions(query_size, sizes, att_size)
+
+    def start(self, get: Getter) -> Tensors:
+        return self.attentions.start(get)
+
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+        contexts, weights = self.attentions.contexts(s, get)
+        if sentinel is not None:
+            contexts[SENTINEL] = sentinel
+        q = self.query(s)
+        energies = torch.stack([self.energy[n](c) for n, c in contexts.items()], 1)  # U_b^(k) c^(k)  [B, K, A]
+        beta = torch.softmax(additive_scores(energies + q.unsqueeze(1), self.v), -1)  # Eq. 8-9
+        values = torch.stack([self.project_value(n, c) for n, c in contexts.items()], 1)  # U_c^(k) c^(k)
+        return torch.bmm(beta.unsqueeze(1), values).squeeze(1), weights, beta  # Eq. 10
+
+
+STRATEGIES = ("concat", "flat", "hierarchical")
+
+
+def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool = False,
+                     sentinel_size: int = 0) -> Combination:
+    """The combination ``strategy`` of encoders of ``sizes`` for a ``query_size`` decoder state; ``sentinel_size``
+    > 0 adds the sentinel (flat and hierarchical only, like ``share``)."""
+    if strategy == "concat":
+        if share or sentinel_size:
+            raise ValueError("combination concat has no shared projections and no sentinel (Table 1): use flat or "
+                             "hierarchical")
+        return ConcatCombination(query_size, sizes, att_size)
+    if strategy == "flat":
+        return FlatCombination(query_size, sizes, att_size, share, sentinel_size)
+    if strategy == "hierarchical":
+        return HierarchicalCombination(query_size, sizes, att_size, share, sentinel_size)
+    raise ValueError(f"unknown combination {strategy!r} (known: {', '.join(STRATEGIES)})")

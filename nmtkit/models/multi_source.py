@@ -1,0 +1,167 @@
+"""``multi-source``: one RNN decoder attending to several encoders (multi-source-attention.txt §3-4).
+
+Every input stream of the corpus (or those named by ``encoders``) gets an encoder: a text stream a
+bidirectional GRU over its own embeddings (h^(k)_j: the two directions' states), a feature stream (an image's
+196 × 512 CNN features) a linear projection of each feature vector (after a LayerNorm, as in
+``show-attend-tell``). The decoder is RNNSearch's (:class:`~nmtkit.models.rnn_decoder.RNNDecoder`: a GRU, or
+the conditional GRU of the paper's multimodal systems, and the deep output), whose attention is a
+:mod:`~nmtkit.models.combination` of the encoders' attention: concat, flat or hierarchical, with or without
+the sentinel and shared projections (Table 1's configurations). s_0 = tanh(W_s [mean_j h^(1)_j; ...; mean_j h^(N)_j]).
+
+The attention the decoder reports: ``source`` over the first input's states, ``source.NAME`` over each
+further input's, and (flat, hierarchical) ``encoders``, the weight of each encoder and of the sentinel
+(Fig. 2), whose columns ``attention_labels['encoders']`` names.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import torch
+from torch import nn
+
+from nmtkit.config import Option
+from nmtkit.data.batching import Batch, Stream
+from nmtkit.data.streams import TOKENS, CorpusMeta
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.errors import NmtkitError
+from nmtkit.models.combination import STRATEGIES, Combination, Sentinel, make_combination
+from nmtkit.models.encoder import TextEncoder
+from nmtkit.models.registry import option_values, register_model
+from nmtkit.models.rnn_decoder import RNNDecoder
+from nmtkit.models.rnnsearch import RNN_OPTIONS
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq, max_lengths
+from nmtkit.models.state import DecoderState
+
+OPTIONS = RNN_OPTIONS + [
+    Option("encoders", "", "the input streams to encode, comma-separated, in order (default: all the corpus' "
+                           "inputs; one of them gives a single-source baseline with the same decoder)"),
+    Option("combination", "hierarchical", "how the decoder combines the encoders' attention: concat (context "
+           "vectors concatenated), flat (one distribution over all encoders' states, Eq. 6-7) or hierarchical "
+           "(a context per encoder, then attention over them, Eq. 8-10)", choices=STRATEGIES),
+    Option("sentinel", False, "flat/hierarchical: the sentinel gate (Eq. 4-5), one more item to attend to"),
+    Option("share_projections", False, "flat/hierarchical: one projection per encoder for energies and contexts "
+                                       "(U_c = U_a, U_c = U_b)"),
+    Option("feature_norm", True, "normalise each image feature vector (LayerNorm) before its projection"),
+]
+
+
+class FeatureEncoder(nn.Module):
+    """An image's feature vectors ``[B, L, D]`` projected to ``size`` (after a LayerNorm if ``norm``)."""
+
+    def __init__(self, feature_size: int, size: int, dropout: float, norm: bool = True):
+        super().__init__()
+        self.norm = nn.LayerNorm(feature_size) if norm else nn.Identity()
+        self.project = nn.Linear(feature_size, size)
+        self.dropout = nn.Dropout(dropout)
+        self.output_size = size
+
+    def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """Memory ``[B, L, size]`` (zeros at padding) and mask ``[B, L]``."""
+        mask = stream.mask
+        return self.dropout(self.project(self.norm(stream.data))) * mask.unsqueeze(-1), mask, None
+
+
+class MultiSourceDecoder(RNNDecoder):
+    """:class:`RNNDecoder` whose source attention is a :class:`Combination` over the memories ``memory.NAME`` /
+    ``mask.NAME`` of the state, and whose s_0 reads every encoder's mean state."""
+
+    def __init__(self, emb_size: int, sizes: Mapping[str, int], dec_size: int, att_size: int, readout_size: int,
+                 tgt_vocab: int, dropout: float, cell: str, combination: str, share: bool, sentinel: bool):
+        attention = make_combination(combination, dec_size, sizes, att_size, share, dec_size if sentinel else 0)
+        super().__init__(emb_size, attention.context_size, dec_size, att_size, readout_size, tgt_vocab, dropout,
+                         cell, attention=attention, summary_size=sum(sizes.values()))
+        self.sentinel = Sentinel(emb_size, dec_size) if sentinel else None
+        self.combination: Combination = attention
+
+    def summary(self, state: DecoderState) -> torch.Tensor:
+        """[mean_j h^(1)_j; ...; mean_j h^(N)_j] over the real positions."""
+        means = []
+        for name in self.combination.names:
+            memory, mask = state[f"memory.{name}"], state[f"mask.{name}"].to(state[f"memory.{name}"].dtype)
+            means.append((memory * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True))
+        return torch.cat(means, -1)
+
+    def source_keys(self, state: DecoderState) -> dict[str, torch.Tensor]:
+        return self.combination.start(lambda name: state[name])
+
+    def attend_sources(self, s: torch.Tensor, query: Optional[torch.Tensor], emb: torch.Tensor,
+                       state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
+        get = lambda name: state[self._name(name)] if self._name(name) in state else state[name]
+        sentinel = None if self.sentinel is None else self.sentinel(emb, self._get(state, "hidden"), s)  # Eq. 4
+        context, per_encoder, over = self.combination(s, get, sentinel)
+        first, *rest = self.combination.names
+        weights = {"source": per_encoder[first], **{f"source.{name}": per_encoder[name] for name in rest}}
+        if over is not None:
+            weights["encoders"] = over
+        return context, weights
+
+
+class MultiSource(Seq2Seq):
+    """Several encoders (text or image features), one attentive RNN decoder over their combined attention."""
+
+    def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, emb_size: int = 256,
+                 enc_size: int = 256, dec_size: int = 512, att_size: int = 0, readout_size: int = 0,
+                 dropout: float = 0.2, tie_embeddings: bool = False, param_init: float = 0.1,
+                 decoder_cell: str = "gru", combination: str = "hierarchical", sentinel: bool = False,
+                 share_projections: bool = False, feature_norm: bool = True):
+        """``streams``: input name -> (kind, vocabulary size or feature size), in the encoders' order."""
+        super().__init__()
+        readout_size = readout_size or emb_size
+        if tie_embeddings and readout_size != emb_size:
+            raise ValueError("tie_embeddings needs readout_size == emb_size")
+        self.inputs = tuple(streams)
+        texts = [name for name, (kind, _) in streams.items() if kind == TOKENS]
+        if not texts:
+            raise ValueError("multi-source needs a text input (for images alone: show-attend-tell)")
+        self.length_stream = texts[0]  # what the output length limit a·|x| + b scales with
+        self.encoders = nn.ModuleDict({
+            name: TextEncoder(size, emb_size, enc_size, dropout=dropout) if kind == TOKENS
+            else FeatureEncoder(size, 2 * enc_size, dropout, feature_norm) for name, (kind, size) in streams.items()})
+        self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
+        sizes = {name: e.output_size for name, e in self.encoders.items()}
+        self.decoder = MultiSourceDecoder(emb_size, sizes, dec_size, att_size or dec_size, readout_size, tgt_vocab,
+                                          dropout, decoder_cell, combination, share_projections, sentinel)
+        if combination != "concat":
+            self.attention_labels = {"encoders": self.decoder.combination.labels}
+        self.dropout = nn.Dropout(dropout)
+        self.init_parameters(param_init, [(self.decoder.readout.output, self.tgt_emb)] if tie_embeddings else ())
+        for encoder in self.encoders.values():  # a LayerNorm starts as the identity map
+            if isinstance(encoder, FeatureEncoder) and feature_norm:
+                nn.init.ones_(encoder.norm.weight)
+                nn.init.zeros_(encoder.norm.bias)
+
+    def encode(self, batch: Batch) -> DecoderState:
+        tensors = {}
+        for name, encoder in self.encoders.items():
+            tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
+        return self.decoder.start(DecoderState(tensors, static=tensors))
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
+        return torch.log_softmax(logits.float(), dim=-1), state, weights
+
+    def forward(self, batch: Batch) -> ModelOutput:
+        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
+        return ModelOutput(logits, weights)
+
+    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
+        """a·|x| + b over the first text input."""
+        return max_lengths(batch[self.length_stream].lengths, a, b)
+
+
+def chosen_streams(config: Mapping, meta: CorpusMeta) -> dict[str, tuple[str, int]]:
+    """The inputs ``encoders`` names (all the corpus' inputs by default), as name -> (kind, size)."""
+    names = [n.strip() for n in config["encoders"].split(",") if n.strip()] or list(meta.inputs)
+    unknown = [n for n in names if n not in meta.inputs]
+    if unknown or len(set(names)) != len(names):
+        raise NmtkitError(f"--encoders {config['encoders']!r}: name each input stream once, from: "
+                          f"{', '.join(f'{n} ({s.kind})' for n, s in meta.inputs.items())}", exit_code=2)
+    return {n: (meta.streams[n].kind, meta.streams[n].size) for n in names}
+
+
+@register_model("multi-source", OPTIONS, "several encoders (text: BiGRU; image features: projection), one GRU or "
+                "conditional-GRU decoder; concat, flat or hierarchical attention combination, optional sentinel "
+                "(multi-source-attention.txt)")
+def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> MultiSource:
+    return MultiSource(chosen_streams(config, meta), meta.target.size, **{k: v for k, v in option_values(config, OPTIONS).items()
+                                                     if k != "encoders"})

@@ -1,0 +1,132 @@
+"""multi-source: teacher forcing equals step-by-step decoding for every configuration, padding, causality."""
+import numpy as np
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.streams import CorpusMeta, StreamInfo
+from nmtkit.errors import NmtkitError
+from nmtkit.models import build_model
+from tests.conftest import forward
+
+V_SRC, V_MT, D_IMG, V_TGT = 40, 35, 12, 30
+META = CorpusMeta({"src": StreamInfo("tokens", V_SRC), "mt": StreamInfo("tokens", V_MT),
+                   "image": StreamInfo("features", D_IMG), "tgt": StreamInfo("tokens", V_TGT)})
+CONFIG = dict(arch="multi-source", emb_size=16, enc_size=8, dec_size=24, att_size=10, dropout=0.0)
+# Table 1's configurations (concat has neither switch), each with both decoder cells
+CONFIGS = [dict(combination="concat")] + [dict(combination=c, share_projections=share, sentinel=sentinel)
+                                          for c in ("flat", "hierarchical") for share in (False, True)
+                                          for sentinel in (False, True)]
+
+
+def model(meta=META, **over):
+    torch.manual_seed(0)
+    return build_model({**CONFIG, **over}, meta).eval()
+
+
+def batch(lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4), (4, 6, 1))):
+    g = torch.Generator().manual_seed(1)
+    ids = lambda v, ns: [torch.randint(4, v, (n,), generator=g).tolist() for n in ns]
+    image = [torch.rand(n, D_IMG, generator=g).numpy() for n in lengths[2]]
+    return make_batch({"src": ids(V_SRC, lengths[0]), "mt": ids(V_MT, lengths[1]), "image": image},
+                      ids(V_TGT, lengths[3]))
+
+
+def step_by_step(m, b):
+    state, out, weights = m.encode(b), [], []
+    for t in range(b.tgt_in.size(1)):
+        lp, state, w = m.decode_step(b.tgt_in[:, t], state)
+        out.append(lp)
+        weights.append(w)
+    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
+
+
+@pytest.mark.parametrize("cell", ["gru", "cgru"])
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_teacher_forced_forward_equals_step_by_step_decoding(config, cell):
+    m, b = model(decoder_cell=cell, **config), batch()
+    with torch.no_grad():
+        logits, att = forward(m, b)
+        lp, weights = step_by_step(m, b)
+    mask = b.tgt_out != 0
+    assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
+    assert att.keys() == weights.keys()
+    for name in att:
+        assert torch.allclose(att[name], weights[name], atol=1e-6)
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2] + CONFIGS[-1:])
+def test_attention_names_sums_and_padding(config):
+    m, b = model(**config), batch()
+    with torch.no_grad():
+        _, att = forward(m, b)
+    names = {"src": "source", "mt": "source.mt", "image": "source.image"}
+    joint = config["combination"] == "flat"
+    for stream, name in names.items():
+        w = att[name]  # [B, T, S_k]
+        assert (w[~b[stream].mask.unsqueeze(1).expand_as(w)] == 0).all()
+        if not joint:  # concat and hierarchical: a distribution per encoder
+            assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-6)
+    if config["combination"] == "concat":
+        assert "encoders" not in att and not m.attention_labels
+    else:
+        labels = m.attention_labels["encoders"]
+        assert labels == ("src", "mt", "image") + (("sentinel",) if config["sentinel"] else ())
+        assert torch.allclose(att["encoders"].sum(-1), torch.ones(att["encoders"].shape[:2]), atol=1e-6)
+    if joint:  # flat: the encoders' states and the sentinel share one distribution
+        total = sum(att[n].sum(-1) for n in names.values()) + (att["encoders"][..., -1] if config["sentinel"] else 0)
+        assert torch.allclose(total, torch.ones_like(total), atol=1e-6)
+
+
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1]])
+def test_padding_in_a_batch_does_not_change_a_sentence(config):
+    m, b = model(**config), batch()
+    alone = make_batch({"src": [b["src"].data[1, :2].tolist()], "mt": [b["mt"].data[1, :6].tolist()],
+                        "image": [b["image"].data[1].numpy()]}, [b.tgt_out[1, :5].tolist()])
+    with torch.no_grad():
+        logits, att = forward(m, b)
+        l1, a1 = forward(m, alone)
+    assert torch.allclose(logits[1, :6], l1[0], atol=1e-5)
+    assert torch.allclose(att["source.mt"][1, :6, :7], a1["source.mt"][0], atol=1e-6)
+
+
+def test_causal_outputs_do_not_see_later_targets():
+    m, b = model(combination="flat", sentinel=True), batch()
+    changed = b.tgt_in.clone()
+    changed[:, 3:] = 5
+    with torch.no_grad():
+        l1, _ = forward(m, b)
+        l2, _ = forward(m, b.with_target(changed))
+    assert torch.equal(l1[:, :3], l2[:, :3])
+    assert not torch.allclose(l1[:, 4], l2[:, 4])
+
+
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[-1]])
+def test_every_input_and_parameter_matters(config):
+    m, b = model(**config, param_init=0.3), batch()
+    m(b).logits.sum().backward()
+    unused = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum()]
+    assert not unused
+    for stream in ("src", "mt", "image"):  # each encoder changes the output
+        other = make_batch({**{k: [s.data[i, :int(s.lengths[i]) - (k != "image")].tolist() if k != "image"
+                                   else s.data[i].numpy() for i in range(3)] for k, s in b.inputs.items()},
+                            stream: ([[7] * 3] * 3 if stream != "image" else [np.ones((4, D_IMG), np.float32)] * 3)},
+                           b.tgt_out.tolist())
+        with torch.no_grad():
+            assert not torch.allclose(m(b).logits[:, :1], m(other.with_target(b.tgt_in, b.tgt_out)).logits[:, :1])
+
+
+def test_encoders_option_and_refusals():
+    text_only = model(encoders="src")
+    assert text_only.inputs == ("src",) and set(text_only.encoders) == {"src"}
+    assert model(encoders="mt, src").inputs == ("mt", "src")
+    b = batch()
+    assert text_only.max_output_len(b, 1.0, 2).tolist() == [7, 4, 9]  # a·|src| + b, |src| counting </s>
+    assert model(encoders="image,mt").max_output_len(b, 1.0, 2).tolist() == [5, 8, 3]  # the first text input
+    for bad in ("src,src", "pe", "tgt"):
+        with pytest.raises(NmtkitError, match="--encoders .*name each input stream once, from: src"):
+            model(encoders=bad)
+    with pytest.raises(NmtkitError, match="--arch multi-source: combination concat has no shared projections"):
+        model(combination="concat", sentinel=True)
+    with pytest.raises(NmtkitError, match="needs a text input"):
+        model(encoders="image")
