@@ -75,6 +75,9 @@ def save_checkpoint(path: PathLike, payload: dict) -> None:
 
 #: what a checkpoint must hold to be decoded with (``load_checkpoint(path, FOR_DECODING)``)
 FOR_DECODING = ("model", "config", "vocab", "corpus")
+#: the corpus' records that decoding needs when present, as its manifest's ``options`` hold them: how image features
+#: were made (captioning), the input stream whose words the target's edit operations edit (APE)
+CORPUS_RECORDS = ("images", "ape_edits")
 
 
 def unreadable(e: BaseException) -> str:

@@ -28,6 +28,7 @@ class LoadedModel:
     config: dict
     meta: CorpusMeta
     images: Optional[dict] = None  #: how the training corpus made image features (captioning models)
+    ape_edits: Optional[str] = None  #: the input stream whose words the output's edit operations edit (APE models)
 
     @property
     def tgt_vocab(self) -> Vocab:
@@ -51,4 +52,4 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
         raise NmtkitError(f"{path}: the weights do not fit the model its config describes: {mismatch}")
     model.load_state_dict(ckpt["model"])
     model.to(device or torch.device("cpu")).eval()
-    return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"))
+    return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"), ckpt.get("ape_edits"))

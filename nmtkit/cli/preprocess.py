@@ -19,6 +19,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--src", "src", multiple=True, metavar="[NAME=]SUFFIX",
               help="source file suffix, e.g. en; repeat for several sources (APE: --src src --src mt): the first "
                    "is the stream 'src', later ones are named by their suffix or NAME")
+@click.option("--ape-edits", metavar="STREAM",
+              help="automatic post-editing: encode the target as the edit operations (<keep>, <delete>, inserted "
+                   "words) turning this source stream (the MT output, e.g. mt) into it; needs a word vocabulary")
 @click.option("--tgt", "tgt", required=True, metavar="LANG", help="target suffix, e.g. de (captions: their language)")
 @click.option("--vocab", metavar="KIND:SIZE",
               help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words) "
@@ -68,15 +71,16 @@ def _text(o: dict) -> Path:
         raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
     spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"])
     return preprocess(o["out"], o["src"], o["tgt"], o["train"], o["valid"], o["test"], spec, o["max_len"] or None,
-                      o["shard_size"] or 100_000, o["overwrite"])
+                      o["shard_size"] or 100_000, o["overwrite"], o["ape_edits"])
 
 
 def _captions(o: dict) -> Path:
     from nmtkit.data.captions import ImageSpec, preprocess_captions
     from nmtkit.device import pick_device
 
-    if o["src"] or o["src_vocab"]:
-        raise NmtkitError("--src and --src-vocab are for text; captioning data has images as its source", exit_code=2)
+    if o["src"] or o["src_vocab"] or o["ape_edits"]:
+        raise NmtkitError("--src and --src-vocab are for text, and so is --ape-edits; captioning data has images as "
+                          "its source", exit_code=2)
     given = {}
     for item in o["features"]:
         split, _, file = item.partition("=")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
+from nmtkit.data.edits import DELETE, KEEP, edit_operations
 from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
@@ -17,6 +18,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, progress, warn
 
 VOCAB_KINDS = ("spm", "spm-unigram", "spm-bpe", "word")
+EDITS_FOLDER = ".edits"  # the edit operations of --ape-edits, inside the corpus folder while it is written
 FAR_SMALLER = 0.9  # warn when a built vocabulary has fewer entries than this fraction of the size asked
 
 
@@ -60,6 +62,31 @@ def check_new_corpus(out: Path, overwrite: bool) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
         what = "a corpus" if (out / MANIFEST).exists() else "files"
         raise NmtkitError(f"{out}: output folder already holds {what}; use --overwrite to replace it", exit_code=1)
+
+
+def check_ape_edits(stream: str, sources: Sequence[str], spec: VocabSpec) -> None:
+    """``--ape-edits STREAM``: one of several sources, and a word-level target vocabulary (SentencePiece would
+    split ``<keep>`` and ``<delete>`` into pieces)."""
+    if len(sources) < 2 or stream not in sources:
+        raise NmtkitError(f"--ape-edits {stream!r}: name the source stream holding the MT output, beside at least one "
+                          f"other source (sources: {', '.join(sources)})", exit_code=2)
+    kind = load_vocab(spec.tgt_file).kind if spec.tgt_file else spec.kind
+    if kind != "word":
+        raise NmtkitError(f"--ape-edits: the target is edit operations ({KEEP}, {DELETE}, words), which need a word "
+                          "vocabulary: use --vocab word:N (or a word list as --tgt-vocab), not SentencePiece",
+                          exit_code=2)
+
+
+def write_edit_targets(mt: Path, pe: Path, out: Path) -> Path:
+    """Write, line by line, the edit operations turning each line of ``mt`` into the same line of ``pe`` to ``out``.
+    A post-edit word that no operation can express is an error naming ``pe:line``."""
+    with open(out, "w", encoding="utf-8", newline="\n") as f:
+        for lineno, (mt_line, pe_line) in enumerate(zip(iter_lines(mt), iter_lines(pe)), 1):
+            try:
+                f.write(edit_operations(mt_line, pe_line) + "\n")
+            except ValueError as e:
+                raise NmtkitError(f"{pe}:{lineno}: {e}") from None
+    return out
 
 
 def save_token_stream(folder: Path, stream: str, vocab: Vocab, lang: str) -> dict:
@@ -148,9 +175,12 @@ def _encode_split(name: str, files: Mapping[str, Path], n: int, vocabs: Mapping[
 
 def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str, train: PathLike, valid: PathLike,
                test: Optional[PathLike] = None, vocab: Optional[VocabSpec] = None, max_len: Optional[int] = 50,
-               shard_size: int = 100_000, overwrite: bool = False) -> Path:
+               shard_size: int = 100_000, overwrite: bool = False, ape_edits: Optional[str] = None) -> Path:
     """Build a corpus folder from parallel text files ``PREFIX.SRC`` (one per source stream: ``src_lang``
     is a suffix or a list of ``--src`` values, see :func:`source_streams`) and ``PREFIX.TGT``.
+
+    With ``ape_edits`` (a source stream, the MT output), the target is encoded as the edit operations turning
+    that stream into it (:mod:`nmtkit.data.edits`); the held-out references stay the target text.
 
     The folder is assembled under a temporary name and renamed at the end, so a failure
     leaves no half-written corpus behind.
@@ -161,29 +191,44 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
     splits = {"train": train, "valid": valid}
     if test:
         splits["test"] = test
-    suffixes = {**source_streams(src_lang), TARGET: tgt_lang}
+    sources = source_streams(src_lang)
+    if ape_edits:
+        check_ape_edits(ape_edits, list(sources), vocab)
+    suffixes = {**sources, TARGET: tgt_lang}
     files = {split: {stream: Path(f"{prefix}.{suffix}") for stream, suffix in suffixes.items()}
              for split, prefix in splits.items()}
     counts = {split: check_parallel(*paths.values()) for split, paths in files.items()}
 
     with atomic_folder(out, "corpus folder") as tmp:
-        _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size)
+        _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size, ape_edits)
     return out
 
 
+def _edit_targets(tmp: Path, files: Mapping[str, Mapping[str, Path]], mt: str) -> dict[str, dict[str, Path]]:
+    """``files`` with every split's target replaced by its edit operations from the stream ``mt``, written into
+    the folder ``EDITS_FOLDER`` of ``tmp``."""
+    folder = tmp / EDITS_FOLDER
+    folder.mkdir()
+    return {split: {**paths, TARGET: write_edit_targets(paths[mt], paths[TARGET], folder / split)}
+            for split, paths in files.items()}
+
+
 def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Mapping[str, int],
-                  suffixes: Mapping[str, str], vocab: VocabSpec, max_len: Optional[int], shard_size: int) -> None:
+                  suffixes: Mapping[str, str], vocab: VocabSpec, max_len: Optional[int], shard_size: int,
+                  ape_edits: Optional[str]) -> None:
     """Vocabularies, shards, held-out text and the manifest, into the folder ``tmp``."""
-    vocabs = build_vocabs(vocab, files["train"])
+    encoded = _edit_targets(tmp, files, ape_edits) if ape_edits else files
+    vocabs = build_vocabs(vocab, encoded["train"])
     streams = {stream: save_token_stream(tmp, stream, v, suffixes[stream]) for stream, v in vocabs.items()}
     manifest: dict = {
         "format": FORMAT_VERSION, "streams": streams,
         "options": {"max_len": max_len, "shard_size": shard_size,
-                    "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file)},
+                    "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file),
+                    **({"ape_edits": ape_edits} if ape_edits else {})},
         "splits": {},
     }
     for name, paths in files.items():
-        info = _encode_split(name, paths, counts[name], vocabs, tmp, max_len, shard_size)
+        info = _encode_split(name, encoded[name], counts[name], vocabs, tmp, max_len, shard_size)
         if name != "train":  # held-out text kept raw: the reference for BLEU, the inputs to translate
             raw = {stream: f"{name}.{suffixes[stream]}" for stream in paths}
             for stream, file in raw.items():
@@ -191,4 +236,6 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
             info["reference"] = raw.pop(TARGET)
             info["inputs"] = raw
         manifest["splits"][name] = info
+    if ape_edits:
+        shutil.rmtree(tmp / EDITS_FOLDER)
     write_manifest(tmp, manifest)

@@ -24,7 +24,7 @@ the distribution over the encoders and the sentinel, whose columns follow ``name
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, cast
 
 import torch
 from torch import nn
@@ -87,12 +87,16 @@ class EncoderAttentions(nn.ModuleDict):
     def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int):
         super().__init__({name: MLPAttention(query_size, size, att_size) for name, size in sizes.items()})
 
+    def attentions(self) -> dict[str, MLPAttention]:
+        return {name: cast(MLPAttention, a) for name, a in self.items()}
+
     def start(self, get: Getter) -> Tensors:
-        return {f"keys.{name}": a.keys(get(f"memory.{name}")) for name, a in self.items()}
+        return {f"keys.{name}": a.keys(get(f"memory.{name}")) for name, a in self.attentions().items()}
 
     def contexts(self, s: torch.Tensor, get: Getter) -> tuple[Tensors, Tensors]:
         """c^(k) and α^(k) of every encoder, by name."""
-        out = {name: a(s, get(f"keys.{name}"), get(f"memory.{name}"), get(f"mask.{name}")) for name, a in self.items()}
+        out = {name: a(s, get(f"keys.{name}"), get(f"memory.{name}"), get(f"mask.{name}"))
+               for name, a in self.attentions().items()}
         return {name: c for name, (c, _) in out.items()}, {name: w for name, (_, w) in out.items()}
 
 

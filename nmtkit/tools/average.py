@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from nmtkit.checkpoint import FOR_DECODING, first_mismatch, load_checkpoint
+from nmtkit.checkpoint import CORPUS_RECORDS, FOR_DECODING, first_mismatch, load_checkpoint
 from nmtkit.data.text import PathLike
 from nmtkit.errors import NmtkitError
 
@@ -32,5 +32,5 @@ def average_checkpoints(paths: Sequence[PathLike]) -> dict:
             elif not torch.equal(v, total[k]):
                 raise NmtkitError(f"{path}: {k} (not a parameter to average) differs from {paths[-1]}'s", exit_code=2)
     model = {k: (v / len(paths)).to(last["model"][k].dtype) if v.is_floating_point() else v for k, v in total.items()}
-    kept = [key for key in (*FOR_DECODING, "images") if key != "model" and key in last]  # images: captioning models
+    kept = [key for key in (*FOR_DECODING, *CORPUS_RECORDS) if key != "model" and key in last]
     return {key: last[key] for key in kept} | {"model": model, "averaged": [str(p) for p in paths]}

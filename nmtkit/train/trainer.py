@@ -14,7 +14,14 @@ import torch
 import yaml
 from torch import nn
 
-from nmtkit.checkpoint import first_mismatch, kept_checkpoints, load_checkpoint, save_checkpoint, step_file
+from nmtkit.checkpoint import (
+    CORPUS_RECORDS,
+    first_mismatch,
+    kept_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+    step_file,
+)
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
@@ -336,7 +343,7 @@ class Trainer:
 
     def _decoding_payload(self) -> dict:
         """What a checkpoint needs to be decoded with (``FOR_DECODING``)."""
-        images = self.corpus.manifest.get("options", {}).get("images")  # how the corpus made image features
+        options = self.corpus.manifest.get("options", {})
         return {"config": dict(self.config), "model": self.model.state_dict(), "corpus": self.corpus.meta.state(),
                 "vocab": {name: v.state() for name, v in self.corpus.vocabs.items()},
-                **({"images": images} if images else {})}
+                **{key: options[key] for key in CORPUS_RECORDS if options.get(key)}}

@@ -8,8 +8,10 @@ from typing import Optional
 import torch
 
 from nmtkit.data.batching import example_lengths, examples_batch
+from nmtkit.data.edits import ape_stream, edits_to_text
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.streams import TARGET
+from nmtkit.data.text import read_lines
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.metrics.text import corpus_score
 from nmtkit.models.seq2seq import Seq2Seq
@@ -57,8 +59,17 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     by_shard = {id(sh): example_lengths(sh, inputs_only=True) for sh, _ in held_out}
     hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
                          lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
-    texts = [tgt_vocab.decode(h[0].tokens) for h in hyps]
+    texts = as_text(corpus, [tgt_vocab.decode(h[0].tokens) for h in hyps])
     result["bleu"] = round(corpus_score("bleu", texts, refs).score, 3)
     result["chrf"] = round(corpus_score("chrf", texts, refs).score, 3)
     return result
 
+
+def as_text(corpus: Corpus, hyps: list[str]) -> list[str]:
+    """Validation hypotheses as text: those of an APE corpus (edit operations) applied to the raw validation input
+    they edit; others as they are."""
+    stream = ape_stream(corpus.manifest)
+    if not stream:
+        return hyps
+    mt = read_lines(corpus.folder / corpus.manifest["splits"]["valid"]["inputs"][stream])
+    return edits_to_text(hyps, mt[:len(hyps)])

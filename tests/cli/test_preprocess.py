@@ -50,3 +50,33 @@ def test_bad_vocab_option(text_dir, tmp_path):
     r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
              "--vocab", "bpe", "-o", tmp_path / "c"], ok=False)
     assert r.exit_code == 2 and "--vocab: expected KIND:SIZE" in r.stderr
+
+
+def _ape_files(tmp_path):
+    for split in ("train", "valid"):
+        for ext, line in (("src", "a b"), ("mt", "x y"), ("pe", "x z")):
+            (tmp_path / f"{split}.{ext}").write_text(f"{line}\n" * 3)
+    return ["preprocess", "--train", tmp_path / "train", "--valid", tmp_path / "valid", "--tgt", "pe",
+            "-o", tmp_path / "c"]
+
+
+def test_ape_edits(tmp_path):
+    base = _ape_files(tmp_path)
+    run([*base, "--src", "src", "--src", "mt", "--ape-edits", "mt", "--vocab", "word:20"])
+    m = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert m["options"]["ape_edits"] == "mt" and (tmp_path / "c" / "valid.pe").read_text() == "x z\n" * 3
+
+
+def test_bad_ape_edits(tmp_path):
+    base = [*_ape_files(tmp_path), "--vocab", "word:20"]
+    for args, message in (
+        (["--src", "src", "--src", "mt", "--ape-edits", "hyp"], "--ape-edits 'hyp': name the source stream holding "
+                                                                "the MT output, beside at least one other source "
+                                                                "(sources: src, mt)"),
+        (["--src", "mt", "--ape-edits", "src"], "--ape-edits 'src': name the source stream"),
+        (["--src", "src", "--src", "mt", "--ape-edits", "mt", "--vocab", "spm:20"], "need a word vocabulary: use "
+                                                                                    "--vocab word:N"),
+    ):
+        r = run([*base, *args], ok=False)
+        assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "c").exists()

@@ -5,8 +5,11 @@ import pytest
 import torch
 
 from nmtkit.data.batching import TrainingBatches
+from nmtkit.data.edits import DELETE, KEEP, apply_edits, edit_operations
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.data.shards import Corpus, Shard
+from nmtkit.data.verify import verify_corpus
+from nmtkit.data.vocab import UNK
 from nmtkit.errors import NmtkitError
 
 
@@ -104,6 +107,58 @@ def test_several_source_streams(tmp_path):
     (tmp_path / "valid.mt").write_text("x\ny\n")
     with pytest.raises(NmtkitError, match="valid.src has 1 lines but .*valid.mt has 2"):
         preprocess(tmp_path / "c2", ["src", "mt"], "pe", tmp_path / "train", tmp_path / "valid")
+
+
+APE_ROWS = {  # (src, mt, pe)
+    "train": [("a b", "x y", "x z"), ("c", "y w", "y"), ("a c", "w", "w x w"), ("b", "y x", "x y")],
+    "valid": [("b", "x y", "y x"), ("c", "w", "")],
+    "test": [("a", "x", "x x")],
+}
+
+
+def _ape_text(tmp_path, rows=APE_ROWS):
+    for split, lines in rows.items():
+        for k, ext in enumerate(("src", "mt", "pe")):
+            (tmp_path / f"{split}.{ext}").write_text("".join(r[k] + "\n" for r in lines))
+    return [tmp_path / split for split in rows]
+
+
+def test_ape_edits_encode_the_target_as_operations(tmp_path):
+    """--ape-edits mt: the shards' targets are the operations from mt to pe, one token each; the held-out
+    references stay the post-edits; the manifest records the stream, and the corpus verifies."""
+    splits = _ape_text(tmp_path)
+    out = preprocess(tmp_path / "c", ["src", "mt"], "pe", *splits, vocab=VocabSpec("word", 50), ape_edits="mt")
+    corpus = Corpus.open(out)
+    assert corpus.manifest["options"]["ape_edits"] == "mt"
+    tgt = corpus.tgt_vocab
+    assert all(len(tgt.encode(op)) == 1 and tgt.encode(op) != [UNK] for op in (KEEP, DELETE))
+    for split, rows in APE_ROWS.items():
+        shard = Shard(corpus.shard_paths(split)[0])
+        ops = [tgt.decode(shard.get("tgt", i).tolist()) for i in range(len(shard))]
+        assert ops == [edit_operations(mt, pe) for _, mt, pe in rows]
+        assert [apply_edits(mt, o) for (_, mt, _), o in zip(rows, ops)] == [pe for _, _, pe in rows]
+        assert corpus.vocabs["mt"].decode(shard.get("mt", 0).tolist()) == rows[0][1]
+    assert corpus.reference_path("valid").read_text() == "y x\n\n"
+    assert (out / corpus.manifest["splits"]["valid"]["inputs"]["mt"]).read_text() == "x y\nw\n"
+    assert verify_corpus(corpus).examples == {"train": 4, "valid": 2, "test": 1}
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # the operation files are removed
+
+
+def test_ape_edits_errors(tmp_path):
+    splits = _ape_text(tmp_path)[:2]
+    word = VocabSpec("word", 50)
+    with pytest.raises(NmtkitError, match="--ape-edits 'pe': name the source stream") as e:
+        preprocess(tmp_path / "c", ["src", "mt"], "pe", *splits, vocab=word, ape_edits="pe")
+    assert e.value.exit_code == 2
+    with pytest.raises(NmtkitError, match="--ape-edits 'src': .*beside at least one other source"):
+        preprocess(tmp_path / "c", "src", "pe", *splits, vocab=word, ape_edits="src")
+    with pytest.raises(NmtkitError, match="--ape-edits: .* use --vocab word:N") as e:
+        preprocess(tmp_path / "c", ["src", "mt"], "pe", *splits, vocab=VocabSpec("spm", 50), ape_edits="mt")
+    assert e.value.exit_code == 2
+    (tmp_path / "train.pe").write_text(f"x z\ny {KEEP}\nw\nx\n")
+    with pytest.raises(NmtkitError, match=r"train\.pe:2: the post-edit word '<keep>'"):
+        preprocess(tmp_path / "c", ["src", "mt"], "pe", *splits, vocab=word, ape_edits="mt")
+    assert not (tmp_path / "c").exists()
 
 
 def test_a_format_1_corpus_is_read(tmp_path):

@@ -44,3 +44,35 @@ def test_validation_scores_the_translations_against_their_own_references(tmp_pat
     texts = [corpus.tgt_vocab.decode(h.tokens) for h in alone]
     assert scored[0] == (texts, [read_lines(text / "valid.de")]) and len(set(texts)) > 3
     assert result["ppl"] > 1 and model.training
+
+
+def test_validation_of_an_ape_model_scores_the_post_edited_text(tmp_path, monkeypatch):
+    """On a corpus of edit operations, the hypotheses are applied to the raw MT input before BLEU: a model whose
+    hypotheses are the gold operations scores 100 against the post-edits."""
+    import torch
+
+    from nmtkit.data.preprocess import VocabSpec, preprocess
+    from nmtkit.data.shards import Corpus, Shard
+    from nmtkit.metrics.text import corpus_score
+    from nmtkit.models import build_model
+    from nmtkit.search.hypothesis import Hypothesis
+    from nmtkit.train import validation
+    from nmtkit.train.validation import validate
+
+    mt = ["the house is small and old", "he go to the school every day", "a b c d e f", "it is raining today"]
+    pe = ["the house is very small and old", "he goes to school every day", "a b c d e f", "today it rains"]
+    for split in ("train", "valid"):
+        for ext, lines in (("src", ["x y z"] * 4), ("mt", mt), ("pe", pe)):
+            (tmp_path / f"{split}.{ext}").write_text("".join(line + "\n" for line in lines))
+    corpus = Corpus.open(preprocess(tmp_path / "c", ["src", "mt"], "pe", tmp_path / "train", tmp_path / "valid",
+                                    vocab=VocabSpec("word", 100), ape_edits="mt"))
+    shard = Shard(corpus.shard_paths("valid")[0])
+    gold = [[Hypothesis(shard.get("tgt", i).tolist(), 0.0, 0.0)] for i in range(len(shard))]
+    monkeypatch.setattr(validation, "search_sorted", lambda model, lengths, *args: gold[:len(lengths)])
+    scored = []
+    monkeypatch.setattr(validation, "corpus_score", lambda m, hyps, refs: scored.append((hyps, refs)) or
+                        corpus_score(m, hyps, refs))
+    model = build_model({"arch": "rnnsearch", "emb_size": 8, "enc_size": 8, "dec_size": 8}, corpus.meta)
+    config = {"valid_max_sentences": 3, "valid_beam": 1, "valid_batch_size": 2, "max_len_a": 1.5, "max_len_b": 3}
+    result = validate(model, corpus, config, torch.device("cpu"))
+    assert scored[0] == (pe[:3], [pe[:3]]) and result["bleu"] == 100.0
