@@ -122,8 +122,9 @@ def _projections(sizes: Mapping[str, int], att_size: int, sentinel_size: int) ->
     return nn.ModuleDict({name: nn.Linear(size, att_size) for name, size in sizes.items()})
 
 
-class _Joint(Combination):
-    """What flat and hierarchical share: W s and v of the energies, U_a (U_b) per item, U_c per item unless shared."""
+class JointAttention(Combination):
+    """What flat and hierarchical share: W s and v of the energies, U_a (U_b) per item, U_c per item unless shared;
+    the attention over per-encoder contexts of Eq. 8-10 (:meth:`combine`), which the multi-source Transformer uses too."""
 
     def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int):
         super().__init__(sizes)
@@ -137,8 +138,17 @@ class _Joint(Combination):
         """U_c x of item ``name`` (U_a x, resp. U_b x, when shared)."""
         return (self.energy if self.value is None else self.value)[name](x)
 
+    def combine(self, s: torch.Tensor, contexts: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Σ_k β^(k) U_c^(k) c^(k) and β (Eq. 8-10) for queries ``s [..., H]`` and contexts ``[..., D_k]`` by name
+        (one decoder step ``[B, .]``, or all ``[B, T, .]``)."""
+        q = self.query(s).unsqueeze(-2)
+        energies = torch.stack([self.energy[n](c) for n, c in contexts.items()], -2)  # U_b^(k) c^(k)  [..., K, A]
+        beta = torch.softmax(additive_scores(energies + q, self.v), -1)  # Eq. 8-9
+        values = torch.stack([self.project_value(n, c) for n, c in contexts.items()], -2)  # U_c^(k) c^(k)
+        return (beta.unsqueeze(-1) * values).sum(-2), beta  # Eq. 10
 
-class FlatCombination(_Joint):
+
+class FlatCombination(JointAttention):
     """One softmax over the states of every encoder and the sentinel (Eq. 6-7; the sentinel as Eq. 5)."""
 
     def start(self, get: Getter) -> Tensors:
@@ -168,7 +178,7 @@ class FlatCombination(_Joint):
         return context, per_encoder, torch.cat(over, 1)
 
 
-class HierarchicalCombination(_Joint):
+class HierarchicalCombination(JointAttention):
     """A context per encoder (Eq. 1-3), then an attention over them and the sentinel (Eq. 8-10)."""
 
     def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int):
@@ -182,12 +192,8 @@ class HierarchicalCombination(_Joint):
         contexts, weights = self.attentions.contexts(s, get)
         if sentinel is not None:
             contexts[SENTINEL] = sentinel
-        q = self.query(s)
-        energies = torch.stack([self.energy[n](c) for n, c in contexts.items()], 1)  # U_b^(k) c^(k)  [B, K, A]
-        beta = torch.softmax(additive_scores(energies + q.unsqueeze(1), self.v), -1)  # Eq. 8-9
-        values = torch.stack([self.project_value(n, c) for n, c in contexts.items()], 1)  # U_c^(k) c^(k)
-        return torch.bmm(beta.unsqueeze(1), values).squeeze(1), weights, beta  # Eq. 10
-
+        context, beta = self.combine(s, contexts)
+        return context, weights, beta
 
 STRATEGIES = ("concat", "flat", "hierarchical")
 

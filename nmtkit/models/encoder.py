@@ -1,5 +1,5 @@
-"""Recurrent encoders: over embedded inputs (:class:`RNNEncoder`), and over a text stream's token ids
-with their own embeddings (:class:`TextEncoder`)."""
+"""Encoders: recurrent over embedded inputs (:class:`RNNEncoder`) and over a text stream's token ids with their own
+embeddings (:class:`TextEncoder`); a projection of an image's feature vectors (:class:`FeatureEncoder`)."""
 from __future__ import annotations
 
 from typing import Union
@@ -113,3 +113,19 @@ class TextEncoder(RNNEncoder):
     def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, Final]:
         """Memory ``[B, S, D·H]``, mask ``[B, S]`` and final states of a stream of token ids (see :class:`RNNEncoder`)."""
         return self(self.embedding_dropout(self.embedding(stream.data)), stream.lengths)
+
+
+class FeatureEncoder(nn.Module):
+    """An image's feature vectors ``[B, L, D]`` projected to ``size`` (after a LayerNorm if ``norm``)."""
+
+    def __init__(self, feature_size: int, size: int, dropout: float, norm: bool = True):
+        super().__init__()
+        self.norm = nn.LayerNorm(feature_size) if norm else nn.Identity()
+        self.project = nn.Linear(feature_size, size)
+        self.dropout = nn.Dropout(dropout)
+        self.output_size = size
+
+    def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """Memory ``[B, L, size]`` (zeros at padding) and mask ``[B, L]``."""
+        mask = stream.mask
+        return self.dropout(self.project(self.norm(stream.data))) * mask.unsqueeze(-1), mask, None

@@ -20,12 +20,12 @@ import torch
 from torch import nn
 
 from nmtkit.config import Option
-from nmtkit.data.batching import Batch, Stream
+from nmtkit.data.batching import Batch
 from nmtkit.data.streams import TOKENS, CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.combination import STRATEGIES, Combination, Sentinel, make_combination
-from nmtkit.models.encoder import TextEncoder
+from nmtkit.models.encoder import FeatureEncoder, TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import RNNDecoder
 from nmtkit.models.rnnsearch import RNN_OPTIONS
@@ -43,22 +43,6 @@ OPTIONS = RNN_OPTIONS + [
                                        "(U_c = U_a, U_c = U_b)"),
     Option("feature_norm", True, "normalise each image feature vector (LayerNorm) before its projection"),
 ]
-
-
-class FeatureEncoder(nn.Module):
-    """An image's feature vectors ``[B, L, D]`` projected to ``size`` (after a LayerNorm if ``norm``)."""
-
-    def __init__(self, feature_size: int, size: int, dropout: float, norm: bool = True):
-        super().__init__()
-        self.norm = nn.LayerNorm(feature_size) if norm else nn.Identity()
-        self.project = nn.Linear(feature_size, size)
-        self.dropout = nn.Dropout(dropout)
-        self.output_size = size
-
-    def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, None]:
-        """Memory ``[B, L, size]`` (zeros at padding) and mask ``[B, L]``."""
-        mask = stream.mask
-        return self.dropout(self.project(self.norm(stream.data))) * mask.unsqueeze(-1), mask, None
 
 
 class MultiSourceDecoder(RNNDecoder):

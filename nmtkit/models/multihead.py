@@ -18,7 +18,10 @@ class MultiHeadAttention(nn.Module):
     """``heads`` heads over ``d_model``; self-attention projects q, k and v in one matrix product, attention
     over a memory projects its keys and values once (:meth:`keys_values`) for every query step."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, self_attention: bool = True):
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, self_attention: bool = True,
+                 memory_kv: bool = True):
+        """``memory_kv=False``: attention over memories whose keys and values other maps project
+        (:meth:`keys_values` with ``kv``)."""
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model {d_model} is not a multiple of heads {heads}")
@@ -27,16 +30,17 @@ class MultiHeadAttention(nn.Module):
             self.qkv = nn.Linear(d_model, 3 * d_model)
         else:
             self.q = nn.Linear(d_model, d_model)
-            self.kv = nn.Linear(d_model, 2 * d_model)
+            if memory_kv:
+                self.kv = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, T, d]`` -> ``[B, heads, T, d_head]``."""
         return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
 
-    def keys_values(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values ``[B, heads, S, d_head]`` of a memory ``[B, S, d]``."""
-        k, v = self.kv(memory).chunk(2, dim=-1)
+    def keys_values(self, memory: torch.Tensor, kv: Optional[nn.Linear] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values ``[B, heads, S, d_head]`` of a memory ``[B, S, d]`` (through the map ``kv`` if given)."""
+        k, v = (kv or self.kv)(memory).chunk(2, dim=-1)
         return self._split(k), self._split(v)
 
     def self_attend(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, causal: bool = False,

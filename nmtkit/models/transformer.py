@@ -14,13 +14,13 @@ computed once per sentence.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional, Union
 
 import torch
 from torch import nn
 
 from nmtkit.config import POSITIVE, PROBABILITY, Option
-from nmtkit.data.batching import Batch
+from nmtkit.data.batching import Batch, Stream
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.errors import NmtkitError
@@ -28,6 +28,10 @@ from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
+
+#: memory attention weights ``[B, (T,) S]``, or several by name (multi-source layers)
+Weights = Union[torch.Tensor, dict[str, torch.Tensor]]
+Masks = Union[torch.Tensor, tuple[torch.Tensor, ...]]
 
 TRANSFORMER_OPTIONS = [
     Option("d_model", 512, "model (embedding and hidden) size", allows=POSITIVE),
@@ -97,64 +101,100 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    """Causal self-attention, attention over the memory, feed-forward; each a sublayer of :class:`Sublayers`.
+
+    The memory is what the model's encoder side gives (H_enc ``[B, S, d]``); :meth:`keys_values` turns it into this
+    layer's tensors, once per sentence, and :meth:`cross` is the attention over them (the part a multi-source
+    layer replaces: several memories, with their ``masks``, each ``[B, 1, 1, S_k]``)."""
+
+    memory_tensors = 2  # how many tensors :meth:`keys_values` gives (keys and values)
+
     def __init__(self, d_model: int, heads: int, ffn_size: int, dropout: float, attention_dropout: float,
-                 activation_dropout: float, pre_norm: bool):
+                 activation_dropout: float, pre_norm: bool, memory_attention: Optional[nn.Module] = None,
+                 memory_sublayers: int = 1):
         super().__init__()
         self.self_attention = MultiHeadAttention(d_model, heads, attention_dropout)
-        self.memory_attention = MultiHeadAttention(d_model, heads, attention_dropout, self_attention=False)
+        self.memory_attention = memory_attention or MultiHeadAttention(d_model, heads, attention_dropout,
+                                                                       self_attention=False)
         self.ffn = FeedForward(d_model, ffn_size, activation_dropout)
-        self.sub = Sublayers(d_model, 3, dropout, pre_norm)
+        self.sub = Sublayers(d_model, 2 + memory_sublayers, dropout, pre_norm)
 
-    def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor,
+    def keys_values(self, memory) -> tuple[torch.Tensor, ...]:
+        """This layer's keys and values of the memory, computed once per sentence."""
+        return self.memory_attention.keys_values(memory)
+
+    def cross(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
+              weights: bool, head: Optional[int]) -> tuple[torch.Tensor, Optional[Weights]]:
+        """The memory sublayer (F_dec, Eq. 8): ``y`` after it, and its weights ``[B, T, S]`` if asked."""
+        a, w = self.memory_attention.attend_memory(self.sub.before(1, y), memory, masks[0], weights, head)
+        return self.sub.after(1, y, a), w
+
+    def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
                 cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False,
-                head: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+                head: Optional[int] = None) -> tuple[torch.Tensor, Optional[Weights], tuple[torch.Tensor, torch.Tensor]]:
         """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
         memory attention weights if asked, the self-attention keys and values."""
         sub = self.sub
         a, _, kv = self.self_attention.self_attend(sub.before(0, y), causal=cache is None, cache=cache)
-        y = sub.after(0, y, a)
-        a, w = self.memory_attention.attend_memory(sub.before(1, y), memory, mask, weights, head)
-        y = sub.after(1, y, a)
-        return sub.after(2, y, self.ffn(sub.before(2, y))), w, kv
+        y, w = self.cross(sub.after(0, y, a), memory, masks, weights, head)
+        last = len(sub.norms) - 1
+        return sub.after(last, y, self.ffn(sub.before(last, y))), w, kv
+
+
+def _masks(mask: Masks) -> tuple[torch.Tensor, ...]:
+    return mask if isinstance(mask, tuple) else (mask,)
+
+
+def _step_weights(w: Optional[Weights]) -> Optional[Weights]:
+    """Weights of one step ``[B, 1, S]`` as ``[B, S]`` (each of a dict of them)."""
+    if w is None:
+        return None
+    return {k: v.squeeze(1) for k, v in w.items()} if isinstance(w, dict) else w.squeeze(1)
 
 
 class DecoderStack(nn.Module):
     """Decoder layers and, with pre-norm, the final normalisation; run over a whole target prefix (training) or
-    one step at a time with the keys and values of earlier steps in a :class:`DecoderState` under ``prefix``."""
+    one step at a time with the keys and values of earlier steps in a :class:`DecoderState` under ``prefix``.
 
-    def __init__(self, layers: int, layer_args: tuple, prefix: str):
+    ``layer(*layer_args)`` makes each layer (:class:`DecoderLayer` by default). The memory mask is one
+    ``[B, 1, 1, S]`` tensor, or a tuple of them for layers that attend to several memories."""
+
+    def __init__(self, layers: int, layer_args: tuple, prefix: str, layer: Callable[..., DecoderLayer] = DecoderLayer):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(layers))
+        self.layers = nn.ModuleList(layer(*layer_args) for _ in range(layers))
         self.norm = nn.LayerNorm(layer_args[0]) if layer_args[-1] else nn.Identity()  # layer_args end with pre_norm
         self.prefix = prefix
-        # the state's names of each layer's memory keys and values and self-attention caches
-        self.names = [tuple(f"{prefix}{kind}{i}" for kind in ("memory_k", "memory_v", "self_k", "self_v"))
-                      for i in range(layers)]
         self.shown_layer, self.shown_head = layers - 1, None  # whose memory attention weights are given when asked
 
     def _shows(self, i: int, weights: bool) -> bool:
         return weights and i == self.shown_layer
 
-    def memory(self, h: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Each layer's keys and values of a memory ``[B, S, d]``."""
-        return [layer.memory_attention.keys_values(h) for layer in self.layers]
+    def _names(self, i: int, memory_tensors: int) -> tuple[list[str], str, str]:
+        """The state's names of layer ``i``'s memory tensors and self-attention keys and values."""
+        return [f"{self.prefix}memory{i}.{j}" for j in range(memory_tensors)], f"{self.prefix}self_k{i}", \
+            f"{self.prefix}self_v{i}"
 
-    def forward(self, y: torch.Tensor, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
-                weights: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Outputs ``[B, T, d]`` over the embedded prefix ``y`` and, if asked, the last layer's memory attention."""
-        shown = None
+    def memory(self, h) -> list[tuple[torch.Tensor, ...]]:
+        """Each layer's keys and values of a memory (``[B, S, d]``; what the layers read)."""
+        return [layer.keys_values(h) for layer in self.layers]
+
+    def forward(self, y: torch.Tensor, memory: list[tuple[torch.Tensor, ...]], mask: Masks,
+                weights: bool = False) -> tuple[torch.Tensor, Optional[Weights]]:
+        """Outputs ``[B, T, d]`` over the embedded prefix ``y`` and, if asked, the shown layer's memory attention."""
+        shown, masks = None, _masks(mask)
         for i, (layer, kv) in enumerate(zip(self.layers, memory)):
-            y, w, _ = layer(y, kv, mask, weights=self._shows(i, weights), head=self.shown_head)
+            y, w, _ = layer(y, kv, masks, weights=self._shows(i, weights), head=self.shown_head)
             shown = w if w is not None else shown
         return self.norm(y), shown
 
-    def start(self, memory: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The state tensors before the first step: the memory's keys and values and mask, empty caches."""
+    def start(self, memory: list[tuple[torch.Tensor, ...]], mask: Masks) -> dict[str, torch.Tensor]:
+        """The state tensors before the first step: the memory's keys and values and masks, empty caches."""
         k0 = memory[0][0]
         empty = k0.new_zeros(k0.size(0), k0.size(1), 0, k0.size(3))
-        tensors = {f"{self.prefix}mask": mask}
-        for names, (k, v) in zip(self.names, memory):
-            tensors.update(zip(names, (k, v, empty, empty)))
+        tensors = {f"{self.prefix}mask{j}": m for j, m in enumerate(_masks(mask))}
+        for i, kv in enumerate(memory):
+            names, self_k, self_v = self._names(i, len(kv))
+            tensors.update({**dict(zip(names, kv)), self_k: empty, self_v: empty})
         return tensors
 
     def statics(self, tensors: Mapping[str, torch.Tensor]) -> list[str]:
@@ -162,18 +202,23 @@ class DecoderStack(nn.Module):
         return [n for n in tensors if n.startswith((f"{self.prefix}memory", f"{self.prefix}mask"))]
 
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
-             ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[torch.Tensor]]:
+             ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[Weights]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
-        shown, updates, mask = None, {}, state[f"{self.prefix}mask"]
-        for i, (layer, (mem_k, mem_v, self_k, self_v)) in enumerate(zip(self.layers, self.names)):
-            y, w, (k, v) = layer(y, (state[mem_k], state[mem_v]), mask, cache=(state[self_k], state[self_v]),
+        shown, updates = None, {}
+        masks, j = [], 0
+        while f"{self.prefix}mask{j}" in state:
+            masks.append(state[f"{self.prefix}mask{j}"])
+            j += 1
+        for i, layer in enumerate(self.layers):
+            names, self_k, self_v = self._names(i, layer.memory_tensors)
+            y, w, (k, v) = layer(y, tuple(state[n] for n in names), tuple(masks), cache=(state[self_k], state[self_v]),
                                  weights=self._shows(i, weights), head=self.shown_head)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v
-        return self.norm(y.squeeze(1)), updates, None if shown is None else shown.squeeze(1)
+        return self.norm(y.squeeze(1)), updates, _step_weights(shown)
 
     def steps_done(self, state: DecoderState) -> int:
-        return state[self.names[0][2]].size(2)
+        return state[f"{self.prefix}self_k0"].size(2)
 
 
 class Positions(nn.Module):
@@ -221,11 +266,15 @@ class Transformer(Seq2Seq):
         layer_args = (d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, self.pre_norm)
         self.encoder = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(enc_layers))
         self.enc_norm = nn.LayerNorm(d_model) if self.pre_norm else nn.Identity()
-        self.decoder = DecoderStack(dec_layers, layer_args, "")
+        self.decoder = DecoderStack(dec_layers, layer_args, "", self.decoder_layer)
         self.output = nn.Linear(d_model, tgt_vocab, bias=False)
         self.dropout = nn.Dropout(dropout)
         self.layer_args, self.tie = layer_args, tie_embeddings
         self._init_parameters(tie_embeddings)
+
+    def decoder_layer(self, *layer_args) -> DecoderLayer:
+        """One decoder layer (a multi-source model's attend to several memories)."""
+        return DecoderLayer(*layer_args)
 
     def _init_parameters(self, tie: bool) -> None:
         """Xavier-uniform matrices, zero biases, embeddings N(0, d^-1/2) (as fairseq and the tensor2tensor code)."""
@@ -234,9 +283,8 @@ class Transformer(Seq2Seq):
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
-        embeddings = [self.src_emb, self.tgt_emb, self.positions.learned]
-        for i, emb in enumerate(embeddings):  # in this order, each once (shared ones are one module)
-            if emb is not None and emb not in embeddings[:i]:
+        for emb in self.modules():  # in the order of registration, each once (shared ones are one module)
+            if isinstance(emb, nn.Embedding):
                 nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
         self.init_parameters(0.0, [(self.output, self.tgt_emb)] if tie else [])
 
@@ -245,13 +293,17 @@ class Transformer(Seq2Seq):
         return self.dropout(x) if self.training else x
 
     def _encode(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """H_enc ``[B, S, d]`` (Eq. 8) and the source mask ``[B, 1, 1, S]`` (True: a real token)."""
-        src = batch["src"]
-        mask = src.mask[:, None, None, :]
-        h = self._embed(self.src_emb, src.data)
-        for layer in self.encoder:
+        """H_enc ``[B, S, d]`` (Eq. 8) of the first input and its mask ``[B, 1, 1, S]`` (True: a real token)."""
+        return self._run_encoder(self.src_emb, self.encoder, self.enc_norm, batch[self.inputs[0]])
+
+    def _run_encoder(self, embedding: nn.Embedding, layers: nn.ModuleList, norm: nn.Module,
+                     stream: Stream) -> tuple[torch.Tensor, torch.Tensor]:
+        """An encoder stack's output over a text stream, and the stream's mask ``[B, 1, 1, S]``."""
+        mask = stream.mask[:, None, None, :]
+        h = self._embed(embedding, stream.data)
+        for layer in layers:
             h = layer(h, mask)
-        return self.enc_norm(h), mask
+        return norm(h), mask
 
     def memory(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """What the decoder attends to ``[B, M, d]`` and its mask ``[B, 1, 1, M]``: H_enc (Eq. 8), M = S."""
@@ -277,12 +329,13 @@ class Transformer(Seq2Seq):
         memory, mask = self.memory(batch)
         h, w = self.decoder(self._embed(self.tgt_emb, batch.tgt_in), self.decoder.memory(memory), mask,
                             self.weights_wanted)
-        return ModelOutput(self.output(h), self.attention(w, batch["src"].data.size(1)))
+        return ModelOutput(self.output(h), self.attention(w, batch[self.inputs[0]].data.size(1)))
 
     def encode(self, batch: Batch) -> DecoderState:
         memory, mask = self.memory(batch)
         tensors = self.decoder.start(self.decoder.memory(memory), mask)
-        sources = torch.full_like(batch["src"].lengths, batch["src"].data.size(1))  # S of every row, for attention()
+        first = batch[self.inputs[0]]
+        sources = torch.full_like(first.lengths, first.data.size(1))  # S of every row, for attention()
         return DecoderState({**tensors, "sources": sources}, static=self.decoder.statics(tensors) + ["sources"])
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:

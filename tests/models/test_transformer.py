@@ -97,7 +97,7 @@ def test_beams_reorder_the_caches_and_leave_the_memory():
     _, state, _ = m.decode_step(b.tgt_in[:, 0], state)
     moved = state.reorder(torch.tensor([2, 0, 1]))
     assert torch.equal(moved["self_k0"][0], state["self_k0"][2]) and moved["self_k1"].size(2) == 1
-    assert state.static >= {"mask", "memory_k0", "memory_v1"} and "self_k0" not in state.static
+    assert state.static >= {"mask0", "memory0.0", "memory1.1"} and "self_k0" not in state.static
 
 
 def test_sinusoidal_positions_are_the_papers():

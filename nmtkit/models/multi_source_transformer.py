@@ -1,0 +1,176 @@
+"""``multi-source-transformer``: the Transformer's decoder attending to several encoders.
+
+The strategies of multi-source-attention.txt carried over to the decoder's memory attention (as Libovický,
+Helcl and Mareček 2018 did; ``serial`` is Marian's dual-source Transformer):
+
+- ``serial``: one memory sublayer per encoder, one after the other, each with its residual connection and
+  layer normalisation;
+- ``parallel``: the multi-head attentions over every encoder read the same input; their outputs are summed
+  in one sublayer (the counterpart of concatenation: each encoder attended on its own);
+- ``flat``: one multi-head attention over the states of all encoders laid end to end, with encoder-specific
+  key and value maps and shared queries: one distribution per head over every encoder's states (Eq. 6-7);
+- ``hierarchical``: a multi-head attention per encoder, then the attention of Eq. 8-10 over their outputs at
+  each position, β^(k) = softmax_k v_b^T tanh(W_b x + U_b^(k) c^(k)), output Σ_k β^(k) U_c^(k) c^(k).
+
+The first input is encoded by the Transformer's own embeddings and encoder (so ``--init-from`` a
+``transformer`` checkpoint warm-starts them, the target embeddings and the decoder's self-attention); each further
+text input has an encoder stack of its own, an image's features a projection to d_model. Attention files get
+``source`` (first input), ``source.NAME`` (the others) and, for flat and hierarchical, ``encoders``.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import torch
+from torch import nn
+
+from nmtkit.config import Option
+from nmtkit.data.batching import Batch
+from nmtkit.data.streams import TOKENS, CorpusMeta
+from nmtkit.data.vocab import PAD, Vocab
+from nmtkit.models.combination import JointAttention
+from nmtkit.models.encoder import FeatureEncoder
+from nmtkit.models.multi_source import OPTIONS as RNN_MULTI_OPTIONS
+from nmtkit.models.multi_source import chosen_streams
+from nmtkit.models.multihead import MultiHeadAttention
+from nmtkit.models.registry import option_values, register_model
+from nmtkit.models.seq2seq import AttentionWeights
+from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderLayer, EncoderLayer, Transformer, Weights
+
+STRATEGIES = ("serial", "parallel", "flat", "hierarchical")
+_SHARED = {o.name: o for o in RNN_MULTI_OPTIONS}
+OPTIONS = TRANSFORMER_OPTIONS + [
+    _SHARED["encoders"],
+    Option("combination", "serial", "how the decoder's memory attention combines the encoders: serial (a sublayer "
+           "per encoder, Marian's dual-source), parallel (outputs summed), flat (one attention over all encoders' "
+           "states) or hierarchical (attention over the per-encoder outputs, Eq. 8-10)", choices=STRATEGIES),
+    _SHARED["feature_norm"],
+]
+
+
+class SourcesAttention(nn.Module):
+    """The memory attention of a multi-source decoder layer over the encoders ``names`` (see the module)."""
+
+    def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, dropout: float):
+        super().__init__()
+        self.names, self.strategy, self.heads = names, strategy, heads
+        if strategy == "flat":
+            self.joint = MultiHeadAttention(d_model, heads, dropout, self_attention=False, memory_kv=False)
+            self.kv = nn.ModuleDict({n: nn.Linear(d_model, 2 * d_model) for n in names})
+        else:
+            self.attentions = nn.ModuleDict({n: MultiHeadAttention(d_model, heads, dropout, self_attention=False)
+                                             for n in names})
+        if strategy == "hierarchical":
+            self.combination = JointAttention(d_model, {n: d_model for n in names}, d_model, False, 0)
+
+    def keys_values(self, memories: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """Keys and values of each encoder's states ``[B, S_k, d]`` (those of all encoders end to end: flat)."""
+        if self.strategy == "flat":
+            ks, vs = zip(*(self.joint.keys_values(memories[n], self.kv[n]) for n in self.names))
+            return torch.cat(ks, 2), torch.cat(vs, 2)
+        return tuple(t for n in self.names for t in self.attentions[n].keys_values(memories[n]))
+
+    def attend(self, i: int, x: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
+               weights: bool, head: Optional[int]) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Encoder ``i``'s multi-head attention from ``x``."""
+        return self.attentions[self.names[i]].attend_memory(x, memory[2 * i:2 * i + 2], masks[i], weights, head)
+
+
+def _named(names: tuple[str, ...], weights: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Per-encoder weights by their attention-file names: ``source`` for the first input, ``source.NAME`` after."""
+    return {("source" if i == 0 else f"source.{n}"): w for i, (n, w) in enumerate(zip(names, weights))}
+
+
+class MultiSourceDecoderLayer(DecoderLayer):
+    """A decoder layer whose memory attention reads several encoders (:class:`SourcesAttention`)."""
+
+    def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, ffn_size: int, dropout: float,
+                 attention_dropout: float, activation_dropout: float, pre_norm: bool):
+        attention = SourcesAttention(names, strategy, d_model, heads, attention_dropout)
+        super().__init__(d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, pre_norm,
+                         memory_attention=attention, memory_sublayers=len(names) if strategy == "serial" else 1)
+        self.sources = attention
+        self.memory_tensors = 2 if strategy == "flat" else 2 * len(names)
+
+    def cross(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
+              weights: bool, head: Optional[int]) -> tuple[torch.Tensor, Optional[Weights]]:
+        sub, att, names = self.sub, self.sources, self.sources.names
+        if att.strategy == "serial":
+            per_encoder = []
+            for i in range(len(names)):
+                a, w = att.attend(i, sub.before(1 + i, y), memory, masks, weights, head)
+                y = sub.after(1 + i, y, a)
+                per_encoder.append(w)
+            return y, _named(names, per_encoder) if weights else None
+        x = sub.before(1, y)
+        if att.strategy == "flat":
+            a, w = att.joint.attend_memory(x, memory, torch.cat(masks, -1), weights, head)
+            if w is None:
+                return sub.after(1, y, a), None
+            split = list(w.split([m.size(-1) for m in masks], -1))
+            return sub.after(1, y, a), {**_named(names, split), "encoders": torch.stack([p.sum(-1) for p in split], -1)}
+        outs = [att.attend(i, x, memory, masks, weights, head) for i in range(len(names))]
+        found = _named(names, [w for _, w in outs]) if weights else None
+        if att.strategy == "parallel":
+            return sub.after(1, y, torch.stack([a for a, _ in outs]).sum(0)), found
+        a, beta = att.combination.combine(x, {n: c for n, (c, _) in zip(names, outs)})
+        return sub.after(1, y, a), None if found is None else {**found, "encoders": beta}
+
+
+class TextStack(nn.Module):
+    """A further text input's embeddings and encoder layers (and the final normalisation with pre-norm)."""
+
+    def __init__(self, vocab: int, layers: int, layer_args: tuple):
+        super().__init__()
+        d_model, pre_norm = layer_args[0], layer_args[-1]
+        self.emb = nn.Embedding(vocab, d_model, padding_idx=PAD)
+        self.layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(layers))
+        self.norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+
+
+class MultiSourceTransformer(Transformer):
+    def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, combination: str = "serial",
+                 feature_norm: bool = True, **options):
+        """``streams``: input name -> (kind, vocabulary size or feature size), in order; the first is text."""
+        names = tuple(streams)
+        if combination not in STRATEGIES:
+            raise ValueError(f"unknown combination {combination!r} (known: {', '.join(STRATEGIES)})")
+        if streams[names[0]][0] != TOKENS:
+            raise ValueError("the first of --encoders must be a text input (the Transformer's own encoder)")
+        self.strategy, self.inputs = combination, names  # plain values, read while Transformer builds the decoder
+        super().__init__(streams[names[0]][1], tgt_vocab, **options)
+        layers = len(self.encoder)
+        self.extra = nn.ModuleDict({
+            n: TextStack(size, layers, self.layer_args) if kind == TOKENS
+            else FeatureEncoder(size, self.d_model, options.get("dropout", 0.1), feature_norm)
+            for n, (kind, size) in list(streams.items())[1:]})
+        if combination in ("flat", "hierarchical"):
+            self.attention_labels = {"encoders": names}
+        self._init_parameters(self.tie)
+
+    def decoder_layer(self, *layer_args) -> DecoderLayer:
+        return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args)
+
+    def memory(self, batch: Batch) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...]]:
+        """Every encoder's states ``[B, S_k, d]`` by name and their masks ``[B, 1, 1, S_k]``, in order."""
+        h, mask = self._encode(batch)
+        memories, masks = {self.inputs[0]: h}, [mask]
+        for name, encoder in self.extra.items():
+            if isinstance(encoder, TextStack):
+                memories[name], m = self._run_encoder(encoder.emb, encoder.layers, encoder.norm, batch[name])
+            else:
+                memories[name], features_mask, _ = encoder.encode(batch[name])
+                m = features_mask[:, None, None, :]
+            masks.append(m)
+        return memories, tuple(masks)
+
+    def attention(self, w: Optional[Weights], sources: int) -> AttentionWeights:
+        return dict(w) if isinstance(w, dict) else {}
+
+
+@register_model("multi-source-transformer", OPTIONS, "the Transformer with several encoders (text, image features); "
+                "serial, parallel, flat or hierarchical memory attention (multi-source-attention.txt carried over)")
+def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> MultiSourceTransformer:
+    values = option_values(config, OPTIONS)
+    streams = chosen_streams(config, meta)
+    return MultiSourceTransformer(streams, meta.target.size, **{k: v for k, v in values.items() if k != "encoders"})
