@@ -1,4 +1,5 @@
-"""nmtkit preprocess: parallel text, or images and captions -> corpus folder (vocabularies + HDF5 shards)."""
+"""nmtkit preprocess: parallel text (with images beside it, or not), or images and captions -> corpus folder
+(vocabularies + HDF5 shards)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,8 @@ import click
 
 from nmtkit.cli.options import Checked
 from nmtkit.config import COUNT, DEVICE, POSITIVE
-from nmtkit.data.preprocess import VocabSpec, preprocess
+from nmtkit.data.images import ImageSpec
+from nmtkit.data.preprocess import SourceImages, VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
 
 
@@ -22,6 +24,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--ape-edits", metavar="STREAM",
               help="automatic post-editing: encode the target as the edit operations (<keep>, <delete>, inserted "
                    "words) turning this source stream (the MT output, e.g. mt) into it; needs a word vocabulary")
+@click.option("--src-images", metavar="SUFFIX",
+              help="multimodal translation: PREFIX.SUFFIX lists one image a line (under --images, or absolute), "
+                   "line-aligned with the text: the feature stream 'image'")
 @click.option("--tgt", "tgt", required=True, metavar="LANG", help="target suffix, e.g. de (captions: their language)")
 @click.option("--vocab", metavar="KIND:SIZE",
               help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words) "
@@ -37,21 +42,25 @@ from nmtkit.errors import NmtkitError
 @click.option("--captions", type=click.Path(dir_okay=False), metavar="FILE",
               help="captioning: the captions of every image (Flickr30k's IMAGE#K<TAB>caption, or IMAGE<TAB>caption); "
                    "--train/--valid/--test then list each split's images")
-@click.option("--images", type=click.Path(file_okay=False), metavar="DIR", help="captioning: the folder of the images")
+@click.option("--images", type=click.Path(file_okay=False), metavar="DIR",
+              help="captioning, --src-images: the folder of the images")
 @click.option("--features", multiple=True, metavar="SPLIT=FILE",
-              help="captioning: precomputed features of a split's images, .npy or HDF5 ('features' [images, grid, D])")
+              help="captioning, --src-images: a split's features precomputed, .npy or HDF5 ('features' [images or "
+                   "lines, grid, D])")
 @click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
-              help="captioning: torchvision's ImageNet VGG16 weights (vgg16-397923af.pth); without, random weights")
+              help="images: torchvision's ImageNet VGG16 weights (vgg16-397923af.pth); without, random weights")
 @click.option("--cnn-seed", type=Checked(int, COUNT), default=1, show_default=True,
-              help="captioning: the seed of the random CNN weights when no --cnn-weights")
+              help="images: the seed of the random CNN weights when no --cnn-weights")
 @click.option("--image-size", type=Checked(int, POSITIVE), default=224, show_default=True,
-              help="captioning: images are resized to this square (224: a 14 x 14 grid of conv5_3 features)")
+              help="images: resized to this square (224: a 14 x 14 grid of conv5_3 features)")
 @click.option("--features-dtype", type=click.Choice(["float16", "float32"]), default="float16", show_default=True)
 @click.option("--image-batch-size", type=Checked(int, POSITIVE), default=16, show_default=True,
-              help="captioning: images per CNN batch")
-@click.option("--skip-bad-images", is_flag=True, help="captioning: skip (and count) unreadable images instead of stopping")
+              help="images: how many per CNN batch")
+@click.option("--skip-bad-images", is_flag=True,
+              help="captioning: skip (and count) unreadable images instead of stopping; --src-images: drop (and "
+                   "count) training lines with one")
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True,
-              help="captioning: where the CNN runs (cpu, cuda, cuda:N, mps or auto)")
+              help="images: where the CNN runs (cpu, cuda, cuda:N, mps or auto)")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
 @click.option("--overwrite", is_flag=True, help="replace an existing corpus folder")
 def command(**o):
@@ -61,6 +70,7 @@ def command(**o):
     Reads PREFIX.SRC (for every --src) and PREFIX.TGT for train, valid and (optionally) test,
     streaming the text so memory does not grow with the corpus. Training examples longer than
     --max-len or with an empty side are dropped and counted. --src-vocab serves every source.
+    --src-images adds the CNN features of the images PREFIX.SUFFIX lists, line by line.
     """
     folder = _captions(o) if o["captions"] else _text(o)
     click.echo(f"wrote corpus to {folder}", err=True)
@@ -69,30 +79,49 @@ def command(**o):
 def _text(o: dict) -> Path:
     if not o["src"]:
         raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
+    if not o["src_images"] and (o["images"] or o["features"]):
+        raise NmtkitError("--images and --features go with --src-images (an image list beside the text) or with "
+                          "--captions", exit_code=2)
     spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"])
+    images = None
+    if o["src_images"]:
+        image_spec, given = _image_options(o)
+        images = SourceImages(o["src_images"], o["images"], image_spec, given)
     return preprocess(o["out"], o["src"], o["tgt"], o["train"], o["valid"], o["test"], spec, o["max_len"] or None,
-                      o["shard_size"] or 100_000, o["overwrite"], o["ape_edits"])
+                      o["shard_size"] or 100_000, o["overwrite"], o["ape_edits"], images)
 
 
-def _captions(o: dict) -> Path:
-    from nmtkit.data.captions import ImageSpec, preprocess_captions
+def _splits(o: dict) -> dict[str, str]:
+    """The splits given: train, valid and test if any."""
+    return {"train": o["train"], "valid": o["valid"], **({"test": o["test"]} if o["test"] else {})}
+
+
+def _image_options(o: dict) -> tuple[ImageSpec, dict[str, str]]:
+    """How features are made from images (--cnn-weights, --image-size, ...), and those given (--features,
+    split -> file); --images is needed unless every split's features are given."""
     from nmtkit.device import pick_device
 
-    if o["src"] or o["src_vocab"] or o["ape_edits"]:
-        raise NmtkitError("--src and --src-vocab are for text, and so is --ape-edits; captioning data has images as "
-                          "its source", exit_code=2)
     given = {}
     for item in o["features"]:
         split, _, file = item.partition("=")
         if not file or split not in ("train", "valid", "test"):
             raise NmtkitError(f"--features {item!r}: expected SPLIT=FILE with SPLIT train, valid or test", exit_code=2)
         given[split] = file
-    splits = {"train": o["train"], "valid": o["valid"], **({"test": o["test"]} if o["test"] else {})}
-    if o["images"] is None and set(given) != set(splits):
+    if o["images"] is None and set(given) != set(_splits(o)):
         raise NmtkitError("--images: give the folder of the images (or --features for every split)", exit_code=2)
     weights = str(Path(o["cnn_weights"]).resolve()) if o["cnn_weights"] else None
     spec = ImageSpec(o["image_size"], weights, o["cnn_seed"], o["features_dtype"], o["image_batch_size"],
                      o["skip_bad_images"], str(pick_device(o["device"])))
+    return spec, given
+
+
+def _captions(o: dict) -> Path:
+    from nmtkit.data.captions import preprocess_captions
+
+    if o["src"] or o["src_vocab"] or o["ape_edits"] or o["src_images"]:
+        raise NmtkitError("--src and --src-vocab are for text, and so are --ape-edits and --src-images; captioning data "
+                          "has images as its source", exit_code=2)
+    spec, given = _image_options(o)
     vocab = VocabSpec.parse(o["vocab"] or "word:10000", joint=False, tgt_file=o["tgt_vocab"])
-    return preprocess_captions(o["out"], o["captions"], splits, o["tgt"], o["images"], vocab, spec, given,
+    return preprocess_captions(o["out"], o["captions"], _splits(o), o["tgt"], o["images"], vocab, spec, given,
                                o["max_len"] or None, o["shard_size"] or 10_000, o["overwrite"])

@@ -1,4 +1,5 @@
-"""Captioning data: caption files, image lists, images read with Pillow, and CNN features in batches.
+"""Image data: caption files, image lists, images read with Pillow, CNN features in batches, and each split's
+features for preprocessing (made by the CNN, or given precomputed), for captioning and multimodal corpora.
 
 Caption files hold one caption a line, either in Flickr30k's layout (``results_20130124.token``:
 ``IMAGE#K<TAB>caption``) or as ``IMAGE<TAB>caption``; an image has as many lines as references, in order.
@@ -7,16 +8,21 @@ Images are resized to a square (the whole picture, no crop) and fed to :class:`~
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
+from nmtkit.data.manifest import file_record
+from nmtkit.data.streams import FEATURES
 from nmtkit.data.text import PathLike, check_readable, decode_line, strip_newline
+from nmtkit.data.vgg import FEATURE_SIZE, VGG16Features
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import progress, warn
 
+IMAGE = "image"  # the feature stream of a corpus' images
 FLICKR_NUMBER = re.compile(r"#\d+$")  # Flickr30k's "IMAGE#K": the K-th caption of IMAGE
 
 
@@ -69,22 +75,24 @@ def load_image(path: PathLike, size: int) -> torch.Tensor:
 
 def extract_features(cnn: torch.nn.Module, paths: Sequence[PathLike], size: int,
                      batch_size: int = 16, skip_bad: bool = False, dtype: str = "float16",
-                     label: str = "images") -> Iterator[Optional[np.ndarray]]:
+                     label: str = "images", names: Optional[Sequence[str]] = None) -> Iterator[Optional[np.ndarray]]:
     """Each image's features ``[grid, D]`` (as ``dtype``), in order, computed in batches with a progress bar;
-    an unreadable image is an error, or with ``skip_bad`` a warning and None."""
+    an unreadable image is an error, or with ``skip_bad`` a warning and None. ``names`` (one per path, such as
+    ``list:line``) go before the messages about each image."""
     device = next(cnn.parameters()).device
     with progress() as bar, torch.inference_mode():
         task = bar.add_task(f"features of {label}", total=len(paths), info="")
         for start in range(0, len(paths), batch_size):
             chunk = paths[start:start + batch_size]
             images: list[Optional[torch.Tensor]] = []
-            for path in chunk:
+            for k, path in enumerate(chunk, start):
                 try:
                     images.append(load_image(path, size))
                 except NmtkitError as e:
+                    message = f"{names[k]}: {e}" if names is not None else str(e)
                     if not skip_bad:
-                        raise
-                    warn(f"{e}; skipped (--skip-bad-images)")
+                        raise NmtkitError(message) from None
+                    warn(f"{message}; skipped (--skip-bad-images)")
                     images.append(None)
             good = [x for x in images if x is not None]
             features = iter(cnn(torch.stack(good).to(device)).float().cpu().numpy().astype(dtype)) if good else iter(())
@@ -95,3 +103,106 @@ def extract_features(cnn: torch.nn.Module, paths: Sequence[PathLike], size: int,
 def image_paths(names: Sequence[str], folder: Optional[PathLike]) -> list[Path]:
     """Image names resolved against ``folder`` (names that are absolute paths stay as they are)."""
     return [Path(folder) / n if folder is not None else Path(n) for n in names]
+
+
+@dataclass
+class ImageSpec:
+    """How images become features: VGG16 (ImageNet ``weights`` file, or random weights from ``seed``) on
+    ``size`` × ``size`` pixels, stored as ``dtype``."""
+
+    size: int = 224
+    weights: Optional[str] = None
+    seed: int = 1
+    dtype: str = "float16"
+    batch_size: int = 16
+    skip_bad: bool = False
+    device: str = "cpu"
+
+    def record(self) -> dict:
+        """What the manifest and checkpoints keep, to make the same features again."""
+        out = {"cnn": "vgg16", "size": self.size, "seed": self.seed, "dtype": self.dtype, "weights": self.weights}
+        if self.weights:
+            out["weights_sha256"] = file_record(self.weights)["sha256"]
+        return out
+
+    @classmethod
+    def from_record(cls, record: Mapping, weights: Optional[str] = None) -> "ImageSpec":
+        """The spec a manifest recorded (``weights`` overrides the file's path, which must hold the same bytes)."""
+        path = weights or record.get("weights")
+        if path and not Path(path).is_file():
+            raise NmtkitError(f"{path}: the CNN weights the features were made with are not there; give them with "
+                              "--cnn-weights", exit_code=2)
+        if path and record.get("weights_sha256") and file_record(path)["sha256"] != record["weights_sha256"]:
+            raise NmtkitError(f"--cnn-weights {path}: not the weights the features were made with "
+                              f"(SHA-256 {record['weights_sha256'][:12]}...)", exit_code=2)
+        return cls(size=int(record["size"]), weights=path, seed=int(record["seed"]), dtype=str(record["dtype"]))
+
+    def network(self) -> VGG16Features:
+        """The feature extractor, in eval mode, on ``device``."""
+        torch.manual_seed(self.seed)
+        cnn = VGG16Features()  # random weights drawn on the CPU: the same on every machine
+        if self.weights:
+            cnn.load_weights(Path(self.weights))
+        return cnn.eval().to(self.device)
+
+
+def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
+    """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
+    ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``)."""
+    path = Path(path)
+    try:
+        if path.suffix in (".h5", ".hdf5"):
+            import h5py
+            with h5py.File(path, "r") as f:
+                array = f["features"][()]
+        else:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, KeyError, ValueError) as e:
+        raise NmtkitError(f"{option}: cannot read ({str(e).splitlines()[0]})", exit_code=2) from None
+    if array.ndim != 3 or (count is not None and len(array) != count):
+        wanted = f"{count} images" if count is not None else "images"
+        raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
+                          exit_code=2)
+    return array
+
+
+class SplitFeatures:
+    """The image features of each split of a corpus being preprocessed: given precomputed (``given``: split ->
+    ``--features`` file, checked against the split's ``counts`` at once), or made by the CNN of ``spec``."""
+
+    def __init__(self, spec: ImageSpec, given: Mapping[str, PathLike], counts: Mapping[str, int]):
+        unknown = sorted(set(given) - set(counts))
+        if unknown:
+            raise NmtkitError(f"--features {unknown[0]}=...: no such split (splits: {', '.join(counts)})", exit_code=2)
+        self.spec, self.given = spec, {split: str(file) for split, file in given.items()}
+        self.arrays = {split: load_features(file, f"--features {split}={file}", counts[split])
+                       for split, file in self.given.items()}
+        self.uses_cnn = not set(given) >= set(counts)
+        self._cnn: Optional[VGG16Features] = None
+        sizes = {split: int(a.shape[-1]) for split, a in self.arrays.items()}
+        self.size = FEATURE_SIZE if self.uses_cnn else next(iter(sizes.values()))
+        odd = [split for split, n in sizes.items() if n != self.size]
+        if odd:
+            raise NmtkitError(f"--features {odd[0]}={self.given[odd[0]]}: features of size {sizes[odd[0]]}, but "
+                              f"{'the CNN makes' if self.uses_cnn else 'another split has'} size {self.size}",
+                              exit_code=2)
+
+    def stream(self, lang: str = "") -> dict:
+        """The entry of the feature stream in the manifest's ``streams``."""
+        return {"kind": FEATURES, "lang": lang, "size": self.size}
+
+    def record(self) -> dict:
+        """The manifest's ``options`` about features: ``images``, how the CNN made them (None if it made none),
+        and ``features``, the files given."""
+        return {"images": self.spec.record() if self.uses_cnn else None, "features": dict(self.given)}
+
+    def of(self, split: str, paths: Sequence[PathLike], skip_bad: bool = False,
+           names: Optional[Sequence[str]] = None) -> Iterator[Optional[np.ndarray]]:
+        """The split's features in order: the given array's rows, or those of the images at ``paths`` (see
+        :func:`extract_features` for ``skip_bad`` and ``names``)."""
+        if split in self.arrays:
+            return (np.asarray(row) for row in self.arrays[split])
+        if self._cnn is None:
+            self._cnn = self.spec.network()
+        return extract_features(self._cnn, paths, self.spec.size, self.spec.batch_size, skip_bad, self.spec.dtype,
+                                f"{split} images", names)

@@ -80,3 +80,37 @@ def test_bad_ape_edits(tmp_path):
         r = run([*base, *args], ok=False)
         assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "c").exists()
+
+
+def _multimodal(tmp_path):
+    from tests.data.test_multimodal import write_multimodal
+
+    train, valid, test = write_multimodal(tmp_path)
+    return ["preprocess", "--train", train, "--valid", valid, "--test", test, "--src", "en", "--tgt", "de",
+            "--vocab", "word:50", "--image-size", 32, "--device", "cpu", "-o", tmp_path / "c"]
+
+
+def test_multimodal_corpus_and_check_corpus(tmp_path):
+    run([*_multimodal(tmp_path), "--src-images", "img", "--images", tmp_path])
+    m = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert m["streams"]["image"]["kind"] == "features" and m["options"]["images"]["size"] == 32
+    assert m["splits"]["test"]["inputs"] == {"src": "test.en", "image": "test.img"}
+    out = run(["check-corpus", tmp_path / "c"]).stdout  # 2 vocabularies, 3 shards, valid and test: .en .de .img
+    assert ": ok: 11 files" in out and "6 train, 2 valid, 2 test examples" in out
+
+
+def test_bad_multimodal_input(tmp_path):
+    base = _multimodal(tmp_path)
+    (tmp_path / "img3.png").unlink()  # line 1 of valid
+    for args, message, code in (
+        (["--src-images", "img"], "--images: give the folder of the images", 2),
+        (["--images", tmp_path], "--images and --features go with --src-images", 2),
+        (["--src-images", "img", "--images", tmp_path, "--skip-bad-images"], "valid.img:1: ", 1),
+    ):
+        r = run([*base, *args], ok=False)
+        error = r.stderr.strip().splitlines()[-1]  # after the vocabulary's warnings and the training split's line
+        assert r.exit_code == code and error.startswith("error: ") and message in error, r.stderr
+        assert not (tmp_path / "c").exists()
+    (tmp_path / "train.img").write_text("img0.png\n")
+    r = run([*base, "--src-images", "img", "--images", tmp_path], ok=False)
+    assert "train.en has 6 lines but" in r.stderr and "train.img has 1" in r.stderr
