@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.translate import decode, decoding_options
+from nmtkit.cli.translate import CNN_WEIGHTS, decode, decoding_options
 from nmtkit.errors import NmtkitError
 
 
 @click.command("caption")
 @decoding_options
-@click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
-              help="the CNN weights the training features came from (if preprocess had --cnn-weights and the file "
-                   "has moved; checked by its SHA-256)")
+@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False), help="input file [default: stdin]")
+@CNN_WEIGHTS
 @click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
               help="caption precomputed features instead of images: .npy or HDF5 ('features' [images, grid, D]), "
                    "one caption per row (for models trained on preprocess --features)")
-def command(cnn_weights, features, **options):
+def command(input_path, cnn_weights, features, **options):
     """Caption images with a trained captioning model (show-attend-tell).
 
     Reads one image path a line (relative paths from the current folder) and writes one caption a line:
@@ -30,10 +29,10 @@ def command(cnn_weights, features, **options):
     if features:
         from nmtkit.data.captions import load_features
 
-        if options["input_path"]:
+        if input_path:
             raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
         given = FeatureSource(load_features(features, f"--features {features}"))
-        decode(lambda loaded, name: given, chunk_size=256, verbs=verbs, lines=given.lines(), **options)
+        decode(lambda loaded, name: given, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
         return
-    decode(lambda loaded, name: image_source(loaded, options["model_path"], cnn_weights, name), chunk_size=256,
-           verbs=verbs, **options)
+    decode(lambda loaded, name: image_source(loaded, options["model_path"], cnn_weights, name),
+           input_paths=(input_path,) if input_path else (), chunk_size=256, verbs=verbs, **options)

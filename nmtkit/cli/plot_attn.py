@@ -21,13 +21,17 @@ from nmtkit.errors import NmtkitError
 @click.option("--image", type=click.Path(dir_okay=False),
               help="captions ('nmtkit caption --attention-out'): overlay each word's attention on this image "
                    "(--word K: word K alone)")
-def command(attention_path, index, out, kind, word, font, image):
+@click.option("--input", "stream", metavar="STREAM",
+              help="models with several inputs: the source attention over this input (e.g. mt, image) "
+                   "[default: the first input]")
+def command(attention_path, index, out, kind, word, font, image, stream):
     """Draw the attention of sentence INDEX of an attention file (translate --attention-out).
 
     \b
     nmtkit plot-attn attn.h5 --index 7 -o attn7.png
     nmtkit plot-attn attn.h5 --index 7 --kind target --word 5 -o target7.png
     nmtkit plot-attn captions.h5 --index 3 --image photo.jpg -o attn3.png
+    nmtkit plot-attn ape.h5 --index 7 --input mt -o mt7.png
     """
     from nmtkit.data.text import check_readable
     from nmtkit.search.attention_file import AttentionFile
@@ -37,9 +41,10 @@ def command(attention_path, index, out, kind, word, font, image):
     figure_format(out, "-o")
     with AttentionFile(check_readable(attention_path)) as f:
         sentence = f[index]
+        further = None if stream in f.inputs[:1] else stream  # the first input's attention is 'source'
     if image:
         if kind != "source":
             raise NmtkitError("--image draws the source attention over an image; drop --kind", exit_code=2)
-        plot_image_attention(sentence, image, out, index, attention_path, word, font)
+        plot_image_attention(sentence, image, out, index, attention_path, word, font, further)
     else:
-        plot_sentence(sentence, kind, out, index, attention_path, word, font)
+        plot_sentence(sentence, kind, out, index, attention_path, word, font, further)

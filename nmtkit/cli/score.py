@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Sequence
 
 import click
 
@@ -26,10 +26,11 @@ from nmtkit.metrics.text import METRICS
 @click.option("--tokenize", help="sacrebleu tokenizer for BLEU (13a, intl, zh, char, none, ...) [default: 13a]")
 @click.option("--lowercase", is_flag=True, help="case-insensitive scoring")
 @click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), help="with --metric ppl: checkpoint")
-@click.option("--src", "src_path", type=click.Path(dir_okay=False), help="with --metric ppl: source file")
+@click.option("--src", "src_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="with --metric ppl: source file (a model with several inputs: one --src each, in its order)")
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
 @click.option("--score-only", is_flag=True, help="print the number only")
-def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tokenize, lowercase, model_path, src_path,
+def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tokenize, lowercase, model_path, src_paths,
             batch_size, score_only):
     """Score translations (or captions) against references, or a model's perplexity on a test set.
 
@@ -38,6 +39,7 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
     nmtkit score --metric bleu --max-ngram 4 --no-brevity-penalty --tab-refs -r caps/test.en < captions.txt
     nmtkit score --metric cider --tab-refs -r caps/test.en < captions.txt
     nmtkit score --metric ppl -m best.pt --src test.en -r test.de
+    nmtkit score --metric ppl -m ape.pt --src test.src --src test.mt -r test.pe
     nmtkit score --metric ppl -m captioner.pt --src caps/test.images --tab-refs -r caps/test.en
     """
     from nmtkit.data.text import check_readable, decode_line, read_lines, reference_streams, strip_newline
@@ -45,9 +47,9 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
     if not refs:
         raise NmtkitError("-r/--ref: at least one reference file is required", exit_code=2)
     if metric == "ppl":
-        if not (model_path and src_path) or len(refs) != 1:
+        if not (model_path and src_paths) or len(refs) != 1:
             raise NmtkitError("--metric ppl needs -m CKPT, --src FILE and one -r FILE", exit_code=2)
-        value = _perplexity(model_path, src_path, refs[0], batch_size, tab_refs)
+        value = _perplexity(model_path, src_paths, refs[0], batch_size, tab_refs)
         click.echo(f"{value:.4f}" if score_only else f"PPL = {value:.4f} (Eq. 13; tokens include </s>)")
         return
     references = [read_lines(check_readable(r, allow_empty=True)) for r in refs]
@@ -70,41 +72,47 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
     click.echo(f"{result.score:.2f}" if score_only else f"{result.text}\n{result.signature}")
 
 
-def _perplexity(model_path: str, src_path: str, ref_path: str, batch_size: int, tab_refs: bool) -> float:
+def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_size: int, tab_refs: bool) -> float:
     """Perplexity of the references given the sources (text; image paths, or a features file, .npy or HDF5, for a
-    captioning model); with
-    ``tab_refs`` every reference of a line counts, paired with that line's source."""
+    captioning model; one file per input of a model with several); with ``tab_refs`` every reference of a line
+    counts, paired with that line's inputs."""
     from nmtkit.data.batching import make_batch
     from nmtkit.data.captions import load_features
     from nmtkit.data.text import check_parallel, count_lines, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
-    from nmtkit.search.sources import FeatureSource, Source, image_source
+    from nmtkit.search.sources import (
+        FeatureSource,
+        StreamSources,
+        check_input_count,
+        model_sources,
+        sort_length,
+        stack_inputs,
+    )
 
-    features = Path(src_path).suffix in (".npy", ".h5", ".hdf5")  # a captioning model's precomputed features
+    features = len(src_paths) == 1 and Path(src_paths[0]).suffix in (".npy", ".h5", ".hdf5")  # precomputed
     if not features:
-        check_parallel(src_path, ref_path)
+        check_parallel(*src_paths, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
-    source: Optional[Source] = None
     if features:
         if loaded.model.inputs != ("image",):
-            raise NmtkitError(f"--src {src_path}: features are for captioning models; this {loaded.config['arch']} "
-                              "model reads text", exit_code=2)
-        source = FeatureSource(load_features(src_path, f"--src {src_path}", count_lines(ref_path)))
-        inputs = [""] * len(source.features)
+            raise NmtkitError(f"--src {src_paths[0]}: features are for captioning models; this "
+                              f"{loaded.config['arch']} model reads text", exit_code=2)
+        given = FeatureSource(load_features(src_paths[0], f"--src {src_paths[0]}", count_lines(ref_path)))
+        sources, lines = StreamSources([given], src_paths[0]), given.lines()
     else:
-        source = image_source(loaded, model_path) if loaded.model.inputs == ("image",) else None
-        inputs = read_lines(src_path)
+        check_input_count(loaded, len(src_paths), "--src")
+        sources = model_sources(loaded, model_path, src_paths, max_input_len=sys.maxsize)
+        lines = zip(*([line.encode() for line in read_lines(p)] for p in src_paths))
     pairs = []
-    for n, (line, refs) in enumerate(zip(inputs, read_lines(ref_path))):
-        item = source.read(n, line.encode()) if source else loaded.text_vocab("src").encode(line)
-        if item is None:
-            raise NmtkitError(f"{src_path}:{n + 1}: an unusable input for perplexity")
-        pairs += [(item, loaded.tgt_vocab.encode(r)) for r in (refs.split("\t") if tab_refs else [refs])]
-    stream = source.stream if source else "src"
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
-    batches = (make_batch({stream: [pairs[i][0] for i in order[k:k + batch_size]]},
-                          [pairs[i][1] for i in order[k:k + batch_size]]) for k in range(0, len(order), batch_size))
+    for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
+        inputs = sources.read(n, fields)
+        if inputs is None:
+            raise NmtkitError(f"{sources.name}:{n + 1}: an unusable input for perplexity")
+        pairs += [(inputs, loaded.tgt_vocab.encode(r)) for r in (refs.split("\t") if tab_refs else [refs])]
+    order = sorted(range(len(pairs)), key=lambda i: sort_length(pairs[i][0]))
+    chunks = (order[k:k + batch_size] for k in range(0, len(order), batch_size))
+    batches = (make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk]) for chunk in chunks)
     return perplexity(*corpus_nll(loaded.model, batches, device))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 import click
 
@@ -11,10 +12,13 @@ from nmtkit.cli.options import Checked
 from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS
 from nmtkit.errors import NmtkitError
 
+if TYPE_CHECKING:
+    from nmtkit.inference import LoadedModel
+    from nmtkit.search.translator import PostProcess
+
 #: the options of every command that decodes lines with a model (``translate``, ``caption``)
 DECODING_OPTIONS = [
     click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False), help="checkpoint (best.pt)"),
-    click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False), help="input file [default: stdin]"),
     click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
                  help="output file, written atomically [default: stdout]"),
     click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
@@ -35,6 +39,12 @@ DECODING_OPTIONS = [
 ]
 
 
+#: the option naming the weights of the CNN that makes image features (``caption``; ``translate`` of multimodal models)
+CNN_WEIGHTS = click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+                           help="the CNN weights the training features came from (if preprocess had --cnn-weights "
+                                "and the file has moved; checked by its SHA-256)")
+
+
 def decoding_options(command: Callable) -> Callable:
     """Add :data:`DECODING_OPTIONS` to a command."""
     for option in reversed(DECODING_OPTIONS):
@@ -44,6 +54,10 @@ def decoding_options(command: Callable) -> Callable:
 
 @click.command("translate")
 @decoding_options
+@click.option("-i", "--input", "input_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="input file [default: stdin]; a model with several inputs: one -i each, in the order of its inputs")
+@click.option("--fields", is_flag=True,
+              help="each line of the input holds the model's inputs as TAB-separated fields, in its order")
 @click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
 @click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
 @click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
@@ -51,38 +65,99 @@ def decoding_options(command: Callable) -> Callable:
               help="with --attention-out, Transformers: the decoder layer whose attention is written [default: last]")
 @click.option("--attention-head", type=Checked(int, POSITIVE),
               help="with --attention-out, Transformers: the head whose attention is written [default: their mean]")
-def command(max_len_a, max_len_b, max_input_len, attention_layer, attention_head, **options):
+@CNN_WEIGHTS
+@click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
+              help="multimodal models: the image features precomputed, .npy or HDF5 ('features' [lines, grid, D]), "
+                   "row i for input line i; the inputs then hold the text fields only")
+def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
+            features, **options):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
     an over-long line is truncated with a warning, and a line of invalid UTF-8 gives an empty
     output line, an error naming the line, and exit code 1 once everything is written.
+    A model with several inputs (src and mt, src and image paths) reads one -i per input or,
+    with --fields, TAB-separated fields.
     """
     from nmtkit.progress import log
-    from nmtkit.search.sources import TextSource
+    from nmtkit.search.sources import FeatureSource, TextSource, check_input_count, model_sources, read_inputs
 
     if (attention_layer or attention_head) and not options["attention_out"]:
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out", exit_code=2)
+    if fields and len(input_paths) > 1:
+        raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
+    texts = []
 
     def source(loaded, name):
         loaded.model.choose_attention(attention_layer, attention_head)
-        return TextSource(loaded.text_vocab("src"), max_input_len, name)
+        inputs = read_inputs(loaded, bool(features))
+        if not fields and (len(input_paths) > 1 or len(inputs) > 1):
+            check_input_count(loaded, len(input_paths), "-i", ", or their TAB-separated fields with --fields",
+                              bool(features))
+        names = input_paths if len(input_paths) > 1 else [name] * len(inputs)
+        rows = None
+        if features:
+            from nmtkit.data.images import load_features
+            from nmtkit.data.text import count_lines
 
-    text = decode(source, max_len_a=max_len_a, max_len_b=max_len_b, **options)
-    if text.truncated:
-        log(f"{text.truncated} line(s) truncated to {max_input_len} tokens")
+            count = count_lines(input_paths[0]) if input_paths else None
+            rows = FeatureSource(load_features(features, f"--features {features}", count), name=features)
+        made = model_sources(loaded, options["model_path"], names, max_input_len, cnn_weights, rows)
+        texts.extend(s for s in made.sources.values() if isinstance(s, TextSource))
+        return made
+
+    decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b, **options)
+    truncated = sum(s.truncated for s in texts)
+    if truncated:
+        log(f"{truncated} line(s) truncated to {max_input_len} tokens")
 
 
-def decode(make_source, model_path, input_path, output_path, beam, greedy, n_best, length_penalty, batch_size,
+def check_same_length(paths: Sequence[str]) -> None:
+    """Several inputs read side by side must have as many lines each: else a one-line error naming them."""
+    from nmtkit.data.text import check_readable, count_lines
+
+    counts = {path: count_lines(check_readable(path, allow_empty=True)) for path in paths}
+    if len(set(counts.values())) > 1:
+        given = ", ".join(f"{path} has {n}" for path, n in counts.items())
+        raise NmtkitError(f"-i: the inputs must have the same number of lines, but {given}", exit_code=2)
+
+
+def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterable:
+    """The lines to decode: those of stdin or the one input (their TAB-separated fields with ``fields``), or the
+    lines of several inputs side by side (one field each); ``files`` closes what is opened."""
+    from nmtkit.data.text import check_readable
+
+    opened = [files.enter_context(open(check_readable(p, allow_empty=True), "rb")) for p in paths] or [sys.stdin.buffer]
+    if fields:
+        return (tuple(raw.split(b"\t")) for raw in opened[0])
+    return zip(*opened) if len(opened) > 1 else opened[0]
+
+
+def post_edits(loaded: LoadedModel) -> Optional[PostProcess]:
+    """For a model whose outputs are edit operations on one of its inputs (automatic post-editing): what turns
+    an output into the post-edited text of that input; None for other models."""
+    stream = loaded.ape_edits
+    if not stream:
+        return None
+    from nmtkit.data.edits import apply_edits
+    from nmtkit.search.sources import line_text
+
+    k = loaded.model.inputs.index(stream)
+    return lambda index, fields, ops: apply_edits(line_text(index, fields[k]), ops)
+
+
+def decode(make_source, model_path, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
            attention_out, device, precision, threads, flush, max_len_a=1.5, max_len_b=10, chunk_size=10_000,
-           verbs=("translating", "translated"), lines=None):
-    """Decode the lines of ``input_path`` (or stdin) with a checkpoint, one output line (or ``n_best``) per input
-    line; ``make_source(loaded, name)`` gives the :class:`~nmtkit.search.sources.Source` that turns lines into the
-    model's inputs (``lines``, if given, are read instead of the input); ``verbs`` name the work in progress and
-    done. Returns the source; raises an error naming the unusable lines once everything is written."""
+           verbs=("translating", "translated"), lines=None, fields=False):
+    """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
+    the TAB-separated fields of one input's lines) with a checkpoint, one output line (or ``n_best``) per input
+    line; ``make_source(loaded, name)`` gives the :class:`~nmtkit.search.sources.Source` (or
+    :class:`~nmtkit.search.sources.StreamSources`) that turns lines into the model's inputs (``lines``, if given,
+    are read instead of the input); ``verbs`` name the work in progress and done. Returns the source; raises an
+    error naming the unusable lines once everything is written."""
     import torch
 
-    from nmtkit.data.text import check_readable, open_output
+    from nmtkit.data.text import open_output
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
     from nmtkit.progress import log, progress
@@ -94,46 +169,44 @@ def decode(make_source, model_path, input_path, output_path, beam, greedy, n_bes
         beam = 1
     if n_best > beam:
         raise NmtkitError(f"--n-best: expects at most the beam size ({beam}), got {n_best}", exit_code=2)
+    if len(input_paths) > 1:
+        check_same_length(input_paths)
     if threads > 0:
         torch.set_num_threads(threads)
     dev = pick_device(device)
     loaded = load_model(model_path, dev)
-    name = input_path or "<stdin>"
+    name = " + ".join(input_paths) or "<stdin>"
     source = make_source(loaded, name)
     model, arithmetic = for_inference(loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
-    if lines is not None:
-        stream = lines
-    else:
-        stream = open(check_readable(input_path, allow_empty=True), "rb") if input_path else sys.stdin.buffer
-    writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name)
-    interactive = flush or (not input_path and sys.stdin.isatty())
-    translator = Translator(model, source, loaded.tgt_vocab, opts, dev, chunk_size=1 if interactive else chunk_size,
-                            attention_out=writer)
-    start, lines = time.perf_counter(), 0
-    try:
-        with open_output(output_path) as out, progress() as bar, arithmetic:
-            task = bar.add_task(verbs[0], total=None, info="")
-            for result in translator.translate(stream, on_batch=lambda k: bar.advance(task, k)):
-                lines += 1
-                if n_best > 1:
-                    for text, score in zip(result.texts, result.scores):
-                        out.write(f"{result.index} ||| {text} ||| {score:.4f}\n")
-                else:
-                    out.write(result.texts[0] + "\n")
-                if not output_path:
-                    out.flush()
-        if writer:
-            writer.close()
-    except BaseException:
-        if writer:
-            writer.abort()
-        raise
-    finally:
-        if input_path and lines is None:
-            stream.close()
+    interactive = flush or (not input_paths and sys.stdin.isatty())
+    start, count = time.perf_counter(), 0
+    with ExitStack() as files:
+        stream = lines if lines is not None else input_lines(input_paths, fields, files)
+        writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name,
+                                inputs=list(loaded.model.inputs))
+        translator = Translator(model, source, loaded.tgt_vocab, opts, dev, chunk_size=1 if interactive else chunk_size,
+                                attention_out=writer, postprocess=post_edits(loaded))
+        try:
+            with open_output(output_path) as out, progress() as bar, arithmetic:
+                task = bar.add_task(verbs[0], total=None, info="")
+                for result in translator.translate(stream, on_batch=lambda k: bar.advance(task, k)):
+                    count += 1
+                    if n_best > 1:
+                        for text, score in zip(result.texts, result.scores):
+                            out.write(f"{result.index} ||| {text} ||| {score:.4f}\n")
+                    else:
+                        out.write(result.texts[0] + "\n")
+                    if not output_path:
+                        out.flush()
+            if writer:
+                writer.close()
+        except BaseException:
+            if writer:
+                writer.abort()
+            raise
     seconds = time.perf_counter() - start
-    log(f"{verbs[1]} {lines} lines in {seconds:.1f} s ({lines / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
+    log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
     if source.invalid:
         numbers = ", ".join(map(str, source.invalid[:10])) + (" ..." if len(source.invalid) > 10 else "")
         raise NmtkitError(f"{name}: {len(source.invalid)} line(s) {source.problem} (line {numbers}); "

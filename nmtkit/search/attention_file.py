@@ -9,9 +9,15 @@ dataset per attention kind under ``attention/``, one row per output token:
 - ``encoders``: ``[n, K]`` weights over K encoders and, last, the sentinel of multi-source
   models; the dataset's ``labels`` attribute names the columns (e.g. source, image, sentinel).
 
+Models with several inputs (``src`` and ``mt``; ``src`` and ``image``): ``src_tokens`` and ``source`` are those of
+the first input; the group ``input_tokens`` holds the tokens (feature-grid cells ``r0c0``, ... for images) of each
+further input as a dataset named by its stream (``input_tokens/mt``), and ``attention/source.<stream>``
+(``source.mt``) is ``[n, len(input_tokens/<stream>)]``, the attention over that input. Files of one-input models, and
+files written before, have no ``input_tokens``.
+
 Any dataset may carry ``labels``, which readers return under ``labels``. The file's
-attributes give the number of sentences and the model that wrote it. Empty input lines get
-an empty group, so indices always equal line numbers - 1.
+attributes give the number of sentences, the model that wrote it and its inputs (``inputs``, when known). Empty
+input lines get an empty group, so indices always equal line numbers - 1.
 
 The file takes a few kilobytes per sentence. HDF5 crashes the process when the disk fills under
 it, so the writer stops with one line ("no space left on device") while the disk still has
@@ -22,7 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import h5py
 import numpy as np
@@ -63,12 +69,18 @@ class AttentionWriter:
             raise DiskFull(self.path)
 
     def add(self, index: int, src_tokens: Sequence[str], tgt_tokens: Sequence[str],
-            attention: dict[str, np.ndarray], labels: Optional[Mapping[str, Sequence[str]]] = None) -> None:
-        """Add sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``)."""
+            attention: dict[str, np.ndarray], labels: Optional[Mapping[str, Sequence[str]]] = None,
+            input_tokens: Optional[Mapping[str, Sequence[str]]] = None) -> None:
+        """Add sentence ``index``; ``labels`` names the columns of some attention kinds (``encoders``);
+        ``input_tokens`` are the tokens of the inputs after the first, by stream."""
         self._check_room()
         g = self.group.create_group(str(index))
-        g.create_dataset("src_tokens", data=np.array(list(src_tokens), dtype=object), dtype=STR)
-        g.create_dataset("tgt_tokens", data=np.array(list(tgt_tokens), dtype=object), dtype=STR)
+        _strings(g, "src_tokens", src_tokens)
+        _strings(g, "tgt_tokens", tgt_tokens)
+        if input_tokens:
+            inputs = g.create_group("input_tokens")
+            for stream, tokens in input_tokens.items():
+                _strings(inputs, stream, tokens)
         a = g.create_group("attention")
         for name, weights in attention.items():
             d = a.create_dataset(name, data=np.asarray(weights, dtype=np.float32), compression="gzip", compression_opts=1)
@@ -112,11 +124,15 @@ class AttentionFile:
         if not 0 <= index < len(self):
             raise NmtkitError(f"{self.path}: no sentence {index} (the file has {len(self)}, numbered from 0)")
         g = self.group[str(index)]
-        decode = lambda d: [t.decode("utf-8") if isinstance(t, bytes) else t for t in d[()]]
-        return {"src_tokens": decode(g["src_tokens"]), "tgt_tokens": decode(g["tgt_tokens"]),
+        return {"src_tokens": _texts(g["src_tokens"][()]), "tgt_tokens": _texts(g["tgt_tokens"][()]),
+                "input_tokens": {k: _texts(v[()]) for k, v in g.get("input_tokens", {}).items()},
                 "attention": {k: v[()] for k, v in g["attention"].items()},
-                "labels": {k: [t.decode("utf-8") if isinstance(t, bytes) else t for t in v.attrs["labels"]]
-                           for k, v in g["attention"].items() if "labels" in v.attrs}}
+                "labels": {k: _texts(v.attrs["labels"]) for k, v in g["attention"].items() if "labels" in v.attrs}}
+
+    @property
+    def inputs(self) -> list[str]:
+        """The model's input streams, in order, if the writer recorded them (else empty)."""
+        return _texts(self.attrs.get("inputs", []))
 
     def close(self) -> None:
         self.file.close()
@@ -126,6 +142,14 @@ class AttentionFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _strings(group: h5py.Group, name: str, texts: Sequence[str]) -> None:
+    group.create_dataset(name, data=np.array(list(texts), dtype=object), dtype=STR)
+
+
+def _texts(values: Iterable) -> list[str]:
+    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in values]
 
 
 def open_attention(path: Optional[PathLike], **attrs) -> Optional[AttentionWriter]:

@@ -1,24 +1,32 @@
 """What one input line becomes for the search: token ids of a text line (``translate``) or the CNN features of
-the image a line names (``caption``). An unusable line gives None (an empty output line), a warning naming
-it, and its number in ``invalid``."""
+the image a line names (``caption``). An empty text line gives no ids and an unusable line None (each an empty
+output line); an unusable line also gets a warning naming it, and its number in ``invalid``.
+
+A model may read several inputs (``model.inputs``: ``src`` and ``mt`` for post-editing, ``src`` and ``image`` for
+multimodal translation): :class:`StreamSources` reads each line's fields, one per input, each with that stream's
+own source, into ``{stream: item}``; one-input lines go through it as one field."""
 from __future__ import annotations
 
 import math
-from typing import Optional, Protocol, Union
+from typing import Mapping, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import torch
 
+from nmtkit.data.streams import TOKENS
 from nmtkit.data.text import strip_newline, without_bom
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import warn
 
 Item = Union[list[int], np.ndarray]
+Inputs = dict[str, Item]  #: one line's inputs by stream
+Line = Union[bytes, Sequence[bytes]]  #: one input line: its bytes (one input), or one field per input
 
 
 class Source(Protocol):
     stream: str  #: the input stream the model reads
+    reads_field: bool  #: whether it reads a field of each line (a feature file's rows do not)
     problem: str  #: what was wrong with the lines in ``invalid``, for the final error
     invalid: list[int]  #: numbers (from 1) of the lines that gave None
 
@@ -38,25 +46,31 @@ def grid_labels(count: int) -> list[str]:
     return [f"r{i}c{j}" for i in range(side) for j in range(side)]
 
 
+def line_text(index: int, raw: bytes) -> str:
+    """Line ``index`` (from 0) as text: without its newline and a byte-order mark opening the input; raises
+    UnicodeDecodeError."""
+    return without_bom(strip_newline(raw), index + 1).decode("utf-8")
+
+
 class TextSource:
     """Text lines to token ids; a line longer than ``max_input_len`` tokens is truncated with a warning."""
 
-    stream, problem = "src", "of invalid UTF-8"
+    problem, reads_field = "of invalid UTF-8", True
 
-    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>"):
-        self.vocab, self.max_input_len, self.name = vocab, max_input_len, name
+    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>", stream: str = "src"):
+        self.vocab, self.max_input_len, self.name, self.stream = vocab, max_input_len, name, stream
         self.invalid: list[int] = []
         self.truncated = 0
 
     def read(self, index: int, raw: bytes) -> Optional[list[int]]:
         try:
-            text = without_bom(strip_newline(raw), index + 1).decode("utf-8")
+            text = line_text(index, raw)
         except UnicodeDecodeError as e:
             warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
             self.invalid.append(index + 1)
             return None
         if not text.strip():
-            return None
+            return []
         ids = self.vocab.encode(text)
         if len(ids) > self.max_input_len:
             warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} (--max-input-len)")
@@ -71,17 +85,17 @@ class TextSource:
 class ImageSource:
     """Lines naming image files to their features through ``cnn`` (the features the model was trained on)."""
 
-    stream, problem = "image", "naming an unreadable image"
+    problem, reads_field = "naming an unreadable image", True
 
-    def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>"):
-        self.cnn, self.size, self.name = cnn, size, name
+    def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>", stream: str = "image"):
+        self.cnn, self.size, self.name, self.stream = cnn, size, name, stream
         self.invalid: list[int] = []
 
     def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
         from nmtkit.data.images import load_image
 
         try:
-            path = without_bom(strip_newline(raw), index + 1).decode("utf-8").strip()
+            path = line_text(index, raw).strip()
             if not path:
                 return None
             image = load_image(path, self.size)
@@ -99,35 +113,150 @@ class ImageSource:
 
 
 class FeatureSource:
-    """Rows of a precomputed feature array ``[images, grid, D]`` (``caption --features``): line i is row i."""
+    """Rows of a precomputed feature array ``[images, grid, D]`` (``caption --features``, ``translate --features``):
+    line i is row i, whatever the line holds (it reads no field of it); a line past the last row has none."""
 
-    stream, problem = "image", "without features"
+    problem, reads_field = "without features", False
 
-    def __init__(self, features: np.ndarray):
-        self.features = features
+    def __init__(self, features: np.ndarray, stream: str = "image", name: str = "--features"):
+        self.features, self.stream, self.name = features, stream, name
         self.invalid: list[int] = []
 
     def lines(self) -> list[bytes]:
         """One (empty) line per row, for the decoding loop."""
         return [b""] * len(self.features)
 
-    def read(self, index: int, raw: bytes) -> np.ndarray:
+    def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
+        if index >= len(self.features):
+            warn(f"{self.name}: no row {index + 1} for input line {index + 1} (it has {len(self.features)}); "
+                 "writing an empty line")
+            self.invalid.append(index + 1)
+            return None
         return np.asarray(self.features[index], dtype=np.float32)
 
     def labels(self, item: Item) -> list[str]:
         return grid_labels(len(item))
 
 
-def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, name: str = "<stdin>") -> ImageSource:
-    """The :class:`ImageSource` of a loaded captioning model: features made as its training corpus made them
-    (the record its checkpoint carries; ``cnn_weights`` if the weights file has moved)."""
-    from nmtkit.data.captions import ImageSpec
+def fields_of(line: Line) -> tuple[bytes, ...]:
+    """A line's fields, one per input: the bytes of a one-input line are its one field."""
+    return (line,) if isinstance(line, bytes) else tuple(line)
 
+
+class StreamSources:
+    """The sources of a model's inputs, in its order: line ``i`` holds one field per input (TAB-separated fields of
+    one line, or the lines ``i`` of several files), each read by its stream's source, giving ``{stream: item}``.
+
+    A line whose inputs are not all usable gives None: with the wrong number of fields (a warning naming the line,
+    and its number in ``invalid``), or an input its source cannot use (counted there) or gives nothing for (an
+    empty image path). An empty text input is an empty list: ``translate`` writes an empty line for it.
+    """
+
+    def __init__(self, sources: Sequence[Source], name: str = "<stdin>"):
+        self.sources, self.name = {source.stream: source for source in sources}, name
+        self.wrong_fields: list[int] = []  #: numbers (from 1) of the lines with the wrong number of fields
+
+    @property
+    def invalid(self) -> list[int]:
+        """The lines that gave None other than for an empty input, whatever was wrong with them."""
+        return sorted({n for s in self.sources.values() for n in s.invalid} | set(self.wrong_fields))
+
+    @property
+    def problem(self) -> str:
+        """What was wrong with the lines in ``invalid``."""
+        problems = [s.problem for s in self.sources.values() if s.invalid]
+        problems += ["with the wrong number of fields"] if self.wrong_fields else []
+        return " or ".join(dict.fromkeys(problems))
+
+    @property
+    def fields(self) -> list[str]:
+        """The inputs that each line holds a field for, in order (all but those read from feature files)."""
+        return [stream for stream, source in self.sources.items() if source.reads_field]
+
+    def read(self, index: int, line: Line) -> Optional[Inputs]:
+        """Line ``index`` (from 0) as the model's inputs, or None."""
+        fields, expected = fields_of(line), self.fields
+        if len(fields) != len(expected):
+            self.wrong_fields.append(index + 1)
+            warn(f"{self.name}:{index + 1}: {len(fields)} TAB-separated field(s), expected {len(expected)} "
+                 f"({', '.join(expected)}); writing an empty line")
+            return None
+        given = iter(fields)
+        items = [(stream, source.read(index, next(given) if source.reads_field else b""))
+                 for stream, source in self.sources.items()]
+        usable = {stream: item for stream, item in items if item is not None}
+        return usable if len(usable) == len(items) else None
+
+    def labels(self, inputs: Inputs) -> dict[str, list[str]]:
+        """The names of each input's positions, by stream (see :meth:`Source.labels`)."""
+        return {stream: self.sources[stream].labels(item) for stream, item in inputs.items()}
+
+
+def sort_length(inputs: Mapping[str, Item]) -> int:
+    """How long an example's inputs are, for sorting by length: its longest text input (that of any input when
+    none is text, e.g. an image's feature grid)."""
+    text = [len(item) for item in inputs.values() if np.ndim(item) == 1]
+    return max(text) if text else max(len(item) for item in inputs.values())
+
+
+def stack_inputs(examples: Sequence[Mapping[str, Item]]) -> dict[str, list[Item]]:
+    """The inputs of several examples by stream, for :func:`~nmtkit.data.batching.make_batch`."""
+    return {stream: [x[stream] for x in examples] for stream in examples[0]} if examples else {}
+
+
+def check_input_count(loaded, count: int, option: str, alternative: str = "", features: bool = False) -> None:
+    """One ``option`` FILE per model input (per text input with ``features``, the feature input's rows being given):
+    ``count`` of them, else a one-line error naming the inputs (``alternative``: another way to give them)."""
+    inputs = read_inputs(loaded, features)
+    if count != len(inputs):
+        raise NmtkitError(f"{option}: this {loaded.config['arch']} model reads {len(inputs)} input(s), "
+                          f"{', '.join(inputs)}: give one {option} FILE for each, in this order{alternative} "
+                          f"(got {count})", exit_code=2)
+
+
+def read_inputs(loaded, features: bool = False) -> list[str]:
+    """The model's inputs that lines hold: all, or its text inputs only when ``features`` gives its feature input."""
+    inputs = list(loaded.model.inputs)
+    if not features:
+        return inputs
+    streams = loaded.meta.streams
+    given = [stream for stream in inputs if streams[stream].kind != TOKENS]
+    if len(given) != 1:
+        raise NmtkitError(f"--features: this {loaded.config['arch']} model reads {len(given)} feature inputs "
+                          f"({', '.join(given) or 'none'}); --features gives one", exit_code=2)
+    return [stream for stream in inputs if stream not in given]
+
+
+def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: int = 250,
+                  cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None) -> StreamSources:
+    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies, feature
+    streams made from image paths as its training corpus made them, or the rows of ``features``; the ``k``-th input
+    that lines hold is read from ``names[k]``."""
+    kinds = {stream: info.kind for stream, info in loaded.meta.streams.items()}
+    named = dict(zip(read_inputs(loaded, features is not None), names))
+    sources: list[Source] = [
+        TextSource(loaded.vocabs[stream], max_input_len, named[stream], stream) if kinds[stream] == TOKENS
+        else made_features(loaded, model_path, cnn_weights, named[stream], stream) if features is None
+        else FeatureSource(features.features, stream, features.name)
+        for stream in loaded.model.inputs]
+    return StreamSources(sources, " + ".join(dict.fromkeys(names)))
+
+
+def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, name: str = "<stdin>") -> ImageSource:
+    """The :class:`ImageSource` of a loaded captioning model (see :func:`made_features`)."""
     if loaded.model.inputs != ("image",):
         raise NmtkitError(f"{model_path}: a {loaded.config['arch']} model reads {', '.join(loaded.model.inputs)}, "
                           "not images; use 'nmtkit translate'", exit_code=2)
+    return made_features(loaded, model_path, cnn_weights, name, "image")
+
+
+def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str, stream: str) -> ImageSource:
+    """The :class:`ImageSource` of a loaded model's feature stream: features made as its training corpus made them
+    (the record its checkpoint carries; ``cnn_weights`` if the weights file has moved)."""
+    from nmtkit.data.captions import ImageSpec
+
     if not loaded.images:
         raise NmtkitError(f"{model_path}: its corpus had precomputed features, so nmtkit cannot make them from images",
                           exit_code=2)
     spec = ImageSpec.from_record(loaded.images, cnn_weights)
-    return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name)
+    return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name, stream)

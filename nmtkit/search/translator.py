@@ -1,8 +1,9 @@
-"""Lines in, text out: inputs made by a source (text or images), length-sorted batching, search, order restored."""
+"""Lines in, text out: inputs made by sources (text or images, one or several per line), length-sorted batching,
+search, order restored."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import torch
 
@@ -13,7 +14,11 @@ from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
-from nmtkit.search.sources import Item, Source
+from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
+
+#: ``postprocess(index, fields, text)``: what to write for an output ``text`` of line ``index`` (from 0), given the
+#: line's raw fields (one per input): e.g. the post-edit that the edit operations ``text`` make of the MT input
+PostProcess = Callable[[int, Sequence[bytes], str], str]
 
 
 @dataclass
@@ -60,12 +65,18 @@ def search_sorted(model: Seq2Seq, lengths: Sequence[int], batch_of: Callable[[li
     return results
 
 
+def translate_inputs(model: Seq2Seq, examples: Sequence[Mapping[str, Item]], opts: SearchOptions,
+                     device: torch.device, on_batch: Optional[Callable[[int], None]] = None) -> list[list[Hypothesis]]:
+    """Hypotheses for every example's inputs ``{stream: item}`` (token ids, or feature arrays ``[n, D]``), in input
+    order, batched by the length of the longest text input (see :func:`search_sorted`)."""
+    return search_sorted(model, [sort_length(x) for x in examples],
+                         lambda idx: make_batch(stack_inputs([examples[i] for i in idx])), opts, device, on_batch)
+
+
 def translate_ids(model: Seq2Seq, sources: Sequence[Item], opts: SearchOptions, device: torch.device,
                   on_batch: Optional[Callable[[int], None]] = None, stream: str = "src") -> list[list[Hypothesis]]:
-    """Hypotheses for every input of a stream (token ids, or feature arrays ``[n, D]``), in input order (see
-    :func:`search_sorted`)."""
-    return search_sorted(model, [len(s) for s in sources], lambda idx: make_batch({stream: [sources[i] for i in idx]}),
-                         opts, device, on_batch)
+    """Hypotheses for every input of one stream, in input order (see :func:`translate_inputs`)."""
+    return translate_inputs(model, [{stream: item} for item in sources], opts, device, on_batch)
 
 
 @dataclass
@@ -79,51 +90,61 @@ class LineResult:
 
 
 class Translator:
-    """Translates (or captions) input lines with a model: each line becomes the model's input through a
-    :class:`~nmtkit.search.sources.Source` (text to ids, an image path to features).
+    """Translates (or captions) input lines with a model: each line becomes the model's inputs through a
+    :class:`~nmtkit.search.sources.Source` (text to ids, an image path to features), or, for a model with several
+    inputs, through a :class:`~nmtkit.search.sources.StreamSources` reading one field per input.
 
-    Exactly one result per input line, in input order: an empty line gives an empty output; a line the
-    source cannot use (invalid UTF-8, an unreadable image) gives an empty output and is counted in the
-    source's ``invalid``.
+    Exactly one result per input line, in input order: an empty line (or input) gives an empty output; a line the
+    sources cannot use (invalid UTF-8, an unreadable image, the wrong number of fields) gives an empty output and
+    is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written.
     """
 
-    def __init__(self, model: Seq2Seq, source: Source, tgt_vocab: Vocab, opts: SearchOptions, device: torch.device,
-                 chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None):
+    def __init__(self, model: Seq2Seq, source: Union[Source, StreamSources], tgt_vocab: Vocab, opts: SearchOptions,
+                 device: torch.device, chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None,
+                 postprocess: Optional[PostProcess] = None):
         self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
+        self.inputs = source if isinstance(source, StreamSources) else StreamSources([source])
         self.opts = replace(opts, attention=True) if attention_out else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
+        self.postprocess = postprocess
 
-    def translate(self, lines: Iterable[bytes], on_batch=None) -> Iterator[LineResult]:
-        """Yield one :class:`LineResult` per input line, in order, a chunk of lines at a time."""
-        chunk: list[tuple[int, Optional[Item]]] = []
-        for index, raw in enumerate(lines):
-            chunk.append((index, self.source.read(index, raw)))
+    def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
+        """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
+        time."""
+        chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]] = []
+        for index, line in enumerate(lines):
+            fields = fields_of(line)
+            chunk.append((index, fields, self.inputs.read(index, fields)))
             if len(chunk) >= self.chunk_size:
                 yield from self._run(chunk, on_batch)
                 chunk = []
         yield from self._run(chunk, on_batch)
 
-    def _run(self, chunk: list[tuple[int, Optional[Item]]], on_batch) -> Iterator[LineResult]:
-        todo = [(i, item) for i, item in chunk if item is not None and len(item)]
-        hyps = translate_ids(self.model, [item for _, item in todo], self.opts, self.device, on_batch,
-                             self.source.stream)
-        by_index = {i: (ids, h) for (i, ids), h in zip(todo, hyps)}
-        for index, _ in chunk:
+    def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]], on_batch) -> Iterator[LineResult]:
+        todo = [(i, inputs) for i, _, inputs in chunk if inputs is not None and all(map(len, inputs.values()))]
+        hyps = translate_inputs(self.model, [inputs for _, inputs in todo], self.opts, self.device, on_batch)
+        by_index = {i: (inputs, h) for (i, inputs), h in zip(todo, hyps)}
+        for index, fields, _ in chunk:
             if index not in by_index:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
                 yield LineResult(index, [""] * self.opts.n_best, [0.0] * self.opts.n_best)  # n-best: N entries each
                 continue
-            ids, nbest = by_index[index]
+            inputs, nbest = by_index[index]
             if self.attention_out:
-                self._write_attention(index, ids, nbest[0])
-            yield LineResult(index, [self.tgt_vocab.decode(h.tokens) for h in nbest], [h.score for h in nbest])
+                self._write_attention(index, inputs, nbest[0])
+            texts = [self.tgt_vocab.decode(h.tokens) for h in nbest]
+            if self.postprocess:
+                texts = [self.postprocess(index, fields, text) for text in texts]
+            yield LineResult(index, texts, [h.score for h in nbest])
 
-    def _write_attention(self, index: int, src_ids: Item, hyp: Hypothesis) -> None:
+    def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:
+        """The tokens and attention of a line's best hypothesis: ``source`` over the first input, ``source.<stream>``
+        over each further input, each trimmed to its input's positions."""
         assert self.attention_out is not None
-        src_tokens = self.source.labels(src_ids)
+        first, *further = self.inputs.labels(inputs).items()
+        kinds = {"source": first[1], **{f"source.{stream}": labels for stream, labels in further}}
         tgt_tokens = self.tgt_vocab.id_to_token(hyp.tokens) + ["</s>"]
-        attention = dict(hyp.attention)
-        if "source" in attention:
-            attention["source"] = attention["source"][:, :len(src_tokens)]
-        self.attention_out.add(index, src_tokens, tgt_tokens, attention, self.model.attention_labels)
+        attention = {kind: weights[:, :len(kinds[kind])] if kind in kinds else weights
+                     for kind, weights in hyp.attention.items()}
+        self.attention_out.add(index, first[1], tgt_tokens, attention, self.model.attention_labels, dict(further))

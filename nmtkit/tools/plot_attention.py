@@ -1,7 +1,8 @@
 """Pictures of one sentence's attention from an attention file.
 
 - ``source``: output tokens × source tokens (target-target-attention.txt Fig. 3 left,
-  bidirectional-target-attention.txt Fig. 4);
+  bidirectional-target-attention.txt Fig. 4); for a model with several inputs, over the first input, or over a
+  further input (``source.<stream>`` against that input's tokens);
 - ``target``: output tokens × previous output tokens, the decoder's attention over its own
   history; with a word K, a bar chart of the weights of the words before K when generating K
   (target-target-attention.txt Fig. 3);
@@ -40,6 +41,14 @@ def sentence_attention(sentence: dict, kind: str, index: int, path: PathLike) ->
     return matrices[kind]
 
 
+def input_attention(sentence: dict, stream: Optional[str], index: int, path: PathLike) -> tuple[np.ndarray, list[str]]:
+    """The source attention of a sentence over one of its inputs, and that input's tokens: the first input's for
+    None, else those of the further input ``stream`` (``source.<stream>``)."""
+    if stream is None:
+        return sentence_attention(sentence, "source", index, path), sentence["src_tokens"]
+    return sentence_attention(sentence, f"source.{stream}", index, path), sentence["input_tokens"][stream]
+
+
 def _heatmap(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], xlabel: str, ylabel: str, title: str,
              font: Optional[PathLike]):
     setup_fonts([*rows, *cols, title], font)
@@ -63,19 +72,24 @@ def _heatmap(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], xlabe
 
 
 def plot_sentence(sentence: dict, kind: str, out: PathLike, index: int, path: PathLike,
-                  word: Optional[int] = None, font: Optional[PathLike] = None) -> None:
+                  word: Optional[int] = None, font: Optional[PathLike] = None, stream: Optional[str] = None) -> None:
     """Draw the ``kind`` attention of sentence ``index`` (read from ``path``) to ``out``.
 
     ``word`` (target only) is the 0-based position K of an output token: draw the weights of
-    the K tokens before it instead of the whole matrix.
+    the K tokens before it instead of the whole matrix. ``stream`` (source only) names a further input of a
+    model with several, whose attention is drawn instead of the first input's.
     """
-    matrix = sentence_attention(sentence, kind, index, path)
-    src, tgt = sentence["src_tokens"], sentence["tgt_tokens"]
     if word is not None and kind != "target":
         raise NmtkitError("--word goes with --kind target", exit_code=2)
+    if stream is not None and kind != "source":
+        raise NmtkitError("--input goes with --kind source", exit_code=2)
+    tgt = sentence["tgt_tokens"]
     if kind == "source":
-        fig = _heatmap(matrix[:, :len(src)], tgt, src, "source", "output", f"sentence {index}: source attention", font)
+        matrix, src = input_attention(sentence, stream, index, path)
+        title = "source attention" if stream is None else f"attention over {stream}"
+        fig = _heatmap(matrix[:, :len(src)], tgt, src, stream or "source", "output", f"sentence {index}: {title}", font)
     elif kind == "target":
+        matrix = sentence_attention(sentence, kind, index, path)
         n = len(tgt)
         if n < 2:
             raise NmtkitError(f"{path}: sentence {index} has a single output token, so no target attention to draw")
@@ -90,6 +104,7 @@ def plot_sentence(sentence: dict, kind: str, out: PathLike, index: int, path: Pa
             fig = _bars(matrix[word, :word], tgt[:word], f"sentence {index}: generating {tgt[word]!r} "
                         f"(word {word})", font)
     else:
+        matrix = sentence_attention(sentence, kind, index, path)
         labels = sentence.get("labels", {}).get("encoders") or [f"encoder {k + 1}" for k in range(matrix.shape[1])]
         fig = _heatmap(matrix.T, labels, tgt, "output", "encoder", f"sentence {index}: attention over encoders", font)
     save_figure(fig, out)
@@ -104,17 +119,19 @@ def grid_side(src_tokens: Sequence[str]) -> Optional[int]:
 
 
 def plot_image_attention(sentence: dict, image_path: PathLike, out: PathLike, index: int, path: PathLike,
-                         word: Optional[int] = None, font: Optional[PathLike] = None) -> None:
+                         word: Optional[int] = None, font: Optional[PathLike] = None,
+                         stream: Optional[str] = None) -> None:
     """Overlay a caption's attention over the image's feature grid on the picture: one panel per output word, or
-    output word ``word`` (0-based) alone."""
+    output word ``word`` (0-based) alone; ``stream``: the attention over that further input (a multimodal
+    translation's image) instead of the first."""
     from nmtkit.data.images import load_image
 
-    matrix = sentence_attention(sentence, "source", index, path)
-    side = grid_side(sentence["src_tokens"])
+    matrix, tokens = input_attention(sentence, stream, index, path)
+    side = grid_side(tokens)
     if side is None:
-        raise NmtkitError(f"{path}: sentence {index} attends to {len(sentence['src_tokens'])} source tokens, not "
-                          "to an image's feature grid (r0c0, r0c1, ...): --image goes with 'nmtkit caption' files",
-                          exit_code=2)
+        raise NmtkitError(f"{path}: sentence {index} attends to {len(tokens)} tokens of {stream or 'the source'}, "
+                          "not to an image's feature grid (r0c0, r0c1, ...): --image goes with 'nmtkit caption' "
+                          "files, or --input naming an image stream", exit_code=2)
     words = sentence["tgt_tokens"]
     if word is not None and not 0 <= word < len(words):
         raise NmtkitError(f"--word: sentence {index} has output tokens 0..{len(words) - 1}", exit_code=2)

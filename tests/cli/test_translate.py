@@ -1,4 +1,15 @@
-"""nmtkit translate end to end: one line out per line in, n-best, attention file, errors."""
+"""nmtkit translate end to end: one line out per line in, n-best, attention file, errors; models with two inputs
+(from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
+import math
+import shutil
+
+import pytest
+import torch
+
+from nmtkit.data.batching import make_batch
+from nmtkit.data.edits import apply_edits
+from nmtkit.inference import load_model
+from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.search.attention_file import AttentionFile
 from tests.conftest import TINY_MODEL, run
 
@@ -84,3 +95,193 @@ def test_attention_layers_and_heads_are_for_models_that_have_them(trained_ckpt, 
     r = run(["translate", "-m", trained_ckpt, "--attention-head", 1, "--attention-out", tmp_path / "a.h5"],
             input="one\n", ok=False)
     assert r.exit_code == 2 and "RNNSearch has one attention to give" in r.stderr and not (tmp_path / "a.h5").exists()
+
+
+SRC = ["forty-two", "", "seven hundred one", "three", "nine"]
+MT = ["zwei vierzig", "eins", "sieben hundert", "", "neun"]
+
+
+@pytest.fixture(scope="module")
+def two_inputs(text_dir, tmp_path_factory):
+    """The tiny corpus with a second input, 'mt': the German with every third word dropped."""
+    root = tmp_path_factory.mktemp("two_inputs")
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            shutil.copy(text_dir / f"{split}.{lang}", root / f"{split}.{lang}")
+        german = (text_dir / f"{split}.de").read_text().splitlines()
+        mt = [" ".join(w for k, w in enumerate(line.split()) if k % 3 != 2) for line in german]
+        (root / f"{split}.mt").write_text("".join(line + "\n" for line in mt))
+    (root / "a").write_text("".join(line + "\n" for line in SRC))
+    (root / "b").write_text("".join(line + "\n" for line in MT))
+    return root
+
+
+def train_two_sources(root, save, *extra):
+    """A multi-source model (inputs src = en, mt) trained briefly on ``root``'s corpus; its checkpoint."""
+    run(["preprocess", "--train", root / "train", "--valid", root / "valid", "--test", root / "test", "--src", "en",
+         "--src", "mt=mt", "--tgt", "de", "--vocab", "word:200", *extra, "-o", save / "data"])
+    run(["train", "--data", save / "data", "--arch", "multi-source", "--save-dir", save / "run", *TINY_MODEL,
+         "--sentinel", "--max-steps", 40, "--valid-every", 40, "--lr", 0.01, "--batch-size", 32])
+    return save / "run" / "last.pt"
+
+
+@pytest.fixture(scope="module")
+def two_source_ckpt(two_inputs, tmp_path_factory):
+    return train_two_sources(two_inputs, tmp_path_factory.mktemp("multi_source"))
+
+
+@pytest.fixture(scope="module")
+def ape_ckpt(two_inputs, tmp_path_factory):
+    """The same, trained to post-edit mt: its outputs are edit operations on mt's words."""
+    return train_two_sources(two_inputs, tmp_path_factory.mktemp("ape"), "--ape-edits", "mt")
+
+
+def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_inputs, tmp_path):
+    a, b = two_inputs / "a", two_inputs / "b"
+    out = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", b, "--beam", 3, "--attention-out",
+               tmp_path / "a.h5"]).stdout
+    lines = out.split("\n")
+    assert len(lines) == 6 and lines[1] == lines[3] == lines[5] == "" and lines[0] and lines[2] and lines[4]
+    fields = "".join(f"{s}\t{m}\n" for s, m in zip(SRC, MT))
+    assert run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3], input=fields).stdout == out
+    (tmp_path / "in.tsv").write_text(fields)
+    assert run(["translate", "-m", two_source_ckpt, "--fields", "-i", tmp_path / "in.tsv", "--beam", 3]).stdout == out
+    swapped = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", a, "--beam", 3]).stdout
+    assert swapped != out  # the second input counts
+    with AttentionFile(tmp_path / "a.h5") as f:
+        assert len(f) == 5 and f.inputs == ["src", "mt"]
+        s = f[2]
+        assert s["src_tokens"] == ["seven", "hundred", "one", "</s>"]
+        assert s["input_tokens"] == {"mt": ["sieben", "hundert", "</s>"]}
+        assert " ".join(s["tgt_tokens"][:-1]) == lines[2]
+        n = len(s["tgt_tokens"])
+        assert s["attention"]["source"].shape == (n, 4) and s["attention"]["source.mt"].shape == (n, 3)
+        assert s["attention"]["encoders"].shape == (n, 3) and len(s["labels"]["encoders"]) == 3
+        assert f[1]["input_tokens"] == {} and f[1]["tgt_tokens"] == []
+
+
+def test_plot_attn_draws_each_input(two_source_ckpt, two_inputs, tmp_path):
+    run(["translate", "-m", two_source_ckpt, "-i", two_inputs / "a", "-i", two_inputs / "b", "--attention-out",
+         tmp_path / "a.h5"])
+    for stream in ("mt", "src", None):
+        run(["plot-attn", tmp_path / "a.h5", "--index", 2, *(["--input", stream] if stream else []),
+             "-o", tmp_path / f"{stream}.png"])
+    figure = lambda stream: (tmp_path / f"{stream}.png").read_bytes()
+    assert figure("src") == figure(None) != figure("mt")  # the first input is the default
+    r = run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--input", "image", "-o", tmp_path / "x.png"], ok=False)
+    assert "sentence 2 has no 'source.image' attention (it has: encoders, source, source.mt)" in r.stderr
+    r = run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--input", "mt", "--kind", "encoders",
+             "-o", tmp_path / "x.png"], ok=False)
+    assert r.exit_code == 2 and "--input goes with --kind source" in r.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_fields_line_with_the_wrong_number_of_fields_gets_an_empty_line(two_source_ckpt):
+    r = run(["translate", "-m", two_source_ckpt, "--fields"], input="forty-two\tzwei\nseven\n\tx\ty\nthree\tdrei\n",
+            ok=False)
+    lines = r.stdout.split("\n")
+    assert r.exit_code == 1 and len(lines) == 5 and lines[1] == lines[2] == "" and lines[0] and lines[3]
+    assert "<stdin>:2: 1 TAB-separated field(s), expected 2 (src, mt); writing an empty line" in r.stderr
+    assert "error: <stdin>: 2 line(s) with the wrong number of fields (line 2, 3)" in r.stderr
+
+
+def test_what_to_give_a_model_with_two_inputs(two_source_ckpt, trained_ckpt, two_inputs, tmp_path):
+    a, b = two_inputs / "a", two_inputs / "b"
+    expect = "-i: this multi-source model reads 2 input(s), src, mt: give one -i FILE for each, in this order, or " \
+             "their TAB-separated fields with --fields (got {})"
+    for given, stdin in (([a], None), ([], "x\n"), ([a, b, a], None)):
+        r = run(["translate", "-m", two_source_ckpt, *[x for p in given for x in ("-i", p)]], input=stdin, ok=False)
+        assert r.exit_code == 2 and r.stderr == f"error: {expect.format(len(given))}\n"
+    r = run(["translate", "-m", trained_ckpt, "-i", a, "-i", a], ok=False)
+    assert r.exit_code == 2 and "-i: this rnnsearch model reads 1 input(s), src: give one -i FILE" in r.stderr
+    r = run(["translate", "-m", two_source_ckpt, "--fields", "-i", a, "-i", b], ok=False)
+    assert r.exit_code == 2 and "--fields: the fields come from one input" in r.stderr
+    (tmp_path / "short").write_text("one\n")
+    r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "short", "-o", tmp_path / "out",
+             "--attention-out", tmp_path / "a.h5"], ok=False)
+    assert r.exit_code == 2 and r.stderr == (f"error: -i: the inputs must have the same number of lines, but {a} has "
+                                             f"5, {tmp_path / 'short'} has 1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["short"]
+    (tmp_path / "bad").write_bytes(b"eins\n\xff\n\nvier\nfunf\n")
+    r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "bad"], ok=False)
+    assert r.exit_code == 1 and r.stdout.count("\n") == 5 and r.stdout.split("\n")[2] == ""
+    assert f"{tmp_path / 'bad'}:2: invalid UTF-8" in r.stderr
+    assert f"error: {a} + {tmp_path / 'bad'}: 1 line(s) of invalid UTF-8 (line 2)" in r.stderr
+
+
+def test_a_post_editing_model_writes_its_edits_applied_to_the_mt(ape_ckpt, two_inputs, tmp_path):
+    a, b = two_inputs / "a", two_inputs / "b"
+    out = run(["translate", "-m", ape_ckpt, "-i", a, "-i", b, "--beam", 3, "--attention-out", tmp_path / "a.h5"])
+    lines = out.stdout.splitlines()
+    with AttentionFile(tmp_path / "a.h5") as f:
+        ops = [" ".join(f[k]["tgt_tokens"][:-1]) for k in range(len(f))]
+    assert any("<keep>" in o or "<delete>" in o for o in ops)  # the model's own output: edit operations
+    assert lines == [apply_edits(mt, o) if src and mt else "" for src, mt, o in zip(SRC, MT, ops)]
+    nbest = run(["translate", "-m", ape_ckpt, "--fields", "--beam", 3, "--n-best", 2],
+                input="".join(f"{s}\t{m}\n" for s, m in zip(SRC, MT))).stdout.splitlines()
+    texts = [row.split(" ||| ")[1] for row in nbest]
+    assert len(texts) == 10 and texts[0::2] == lines
+    assert not any("<keep>" in t or "<delete>" in t for t in texts)
+
+
+def test_perplexity_of_a_model_with_two_inputs(two_source_ckpt, two_inputs):
+    root = two_inputs
+    r = run(["score", "--metric", "ppl", "-m", two_source_ckpt, "--src", root / "test.en", "--src", root / "test.mt",
+             "-r", root / "test.de", "--score-only", "--batch-size", 7])
+    loaded = load_model(two_source_ckpt)
+    text = {name: (root / f"test.{name}").read_text().splitlines() for name in ("en", "mt", "de")}
+    batch = make_batch({"src": [loaded.vocabs["src"].encode(x) for x in text["en"]],
+                        "mt": [loaded.vocabs["mt"].encode(x) for x in text["mt"]]},
+                       [loaded.tgt_vocab.encode(x) for x in text["de"]])
+    with torch.no_grad():
+        expected = perplexity(*corpus_nll(loaded.model, [batch], "cpu"))
+    assert math.isfinite(expected) and float(r.stdout) == pytest.approx(expected, rel=1e-4)
+    r = run(["score", "--metric", "ppl", "-m", two_source_ckpt, "--src", root / "test.en", "-r", root / "test.de"],
+            ok=False)
+    assert r.exit_code == 2 and "--src: this multi-source model reads 2 input(s), src, mt: give one --src FILE" in r.stderr
+    r = run(["score", "--metric", "ppl", "-m", two_source_ckpt, "--src", root / "test.en", "--src", root / "valid.mt",
+             "-r", root / "test.de"], ok=False)
+    assert f"{root / 'test.en'} has 30 lines but {root / 'valid.mt'} has 40" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def multimodal_ckpt(tmp_path_factory):
+    """A multi-source model over text and image features (a random VGG16 at 32 px) trained briefly; its folder."""
+    from tests.data.test_multimodal import write_multimodal
+
+    root = tmp_path_factory.mktemp("multimodal")
+    write_multimodal(root)
+    run(["preprocess", "--train", root / "train", "--valid", root / "valid", "--test", root / "test", "--src", "en",
+         "--tgt", "de", "--src-images", "img", "--images", root, "--image-size", 32, "--vocab", "word:50",
+         "-o", root / "data"])
+    run(["train", "--data", root / "data", "--arch", "multi-source", "--save-dir", root / "run", *TINY_MODEL,
+         "--decoder-cell", "cgru", "--max-steps", 6, "--valid-every", 6, "--batch-size", 2])
+    return root
+
+
+def test_multimodal_translation_from_image_paths_or_precomputed_features(multimodal_ckpt, tmp_path):
+    import numpy as np
+
+    from nmtkit.data.images import ImageSpec, load_image
+
+    root = multimodal_ckpt
+    ckpt, en, img = root / "run" / "last.pt", root / "data" / "test.en", root / "data" / "test.img"
+    from_paths = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--beam", 2, "--attention-out", tmp_path / "p.h5"]).stdout
+    assert len(from_paths.split("\n")) == 3
+    cnn = ImageSpec(size=32).network()
+    with torch.inference_mode():
+        rows = np.stack([cnn(load_image(p, 32)[None])[0].numpy() for p in img.read_text().split()])
+    np.save(tmp_path / "test.npy", rows)
+    assert run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "test.npy", "--beam", 2, "--attention-out",
+                tmp_path / "f.h5"]).stdout == from_paths
+    with AttentionFile(tmp_path / "p.h5") as p, AttentionFile(tmp_path / "f.h5") as f:
+        for i in range(2):  # the image attention reads each line's own features
+            assert np.allclose(p[i]["attention"]["source.image"], f[i]["attention"]["source.image"], atol=1e-6)
+            assert p[i]["input_tokens"] == f[i]["input_tokens"] == {"image": ["r0c0", "r0c1", "r1c0", "r1c1"]}
+    np.save(tmp_path / "short.npy", rows[:1])
+    r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "short.npy", "-o", tmp_path / "o"], ok=False)
+    assert r.exit_code == 2 and "expected an array [2 images, grid, D]" in r.stderr and not (tmp_path / "o").exists()
+    r = run(["translate", "-m", ckpt, "--features", tmp_path / "short.npy"], input="a red disc\nthe blue disc\n", ok=False)
+    assert r.exit_code == 1 and r.stdout.split("\n")[1] == "" and "line(s) without features (line 2)" in r.stderr
+    r = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--features", tmp_path / "test.npy"], ok=False)
+    assert r.exit_code == 2 and "this multi-source model reads 1 input(s), src: give one -i FILE" in r.stderr
