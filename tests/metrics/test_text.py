@@ -72,3 +72,9 @@ def test_references_missing_for_some_lines_are_left_out():
     with_none = corpus_score("bleu", HYP, [REF1, [REF2[0], None]])
     assert with_none.score == BLEU().corpus_score(HYP, [REF1, [REF2[0], None]]).score
     assert corpus_score("cider", HYP, [REF1, [REF2[0], None]]).score > 0
+
+
+def test_hter_is_the_edits_per_post_edit_word():
+    """HTER (APE): two insertions and a substitution turn the MT output into its 9-word post-edit: 3 / 9."""
+    mt, pe = "click the button to save file .", "click the green button to store the file ."
+    assert corpus_score("ter", [mt], [[pe]]).score == pytest.approx(100 * 3 / 9)

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Multi-source attention (issue 16): automatic post-editing on real triplets and multimodal translation on emoji.
+# Usage: bench/multi_source.sh ape|mmt|speed
+#   ape:   the triplets of recipes/ape_triplets.sh (RUNS/ape/triplets: LibreOffice help en-de, real MT output of
+#          rnnsearch models that never saw the lines), preprocessed with --ape-edits mt; the do-nothing baseline
+#          (MT as it is); then multi-source with the MT output alone (--encoders mt: the single-source model), concat,
+#          flat, hierarchical, flat + sentinel, hierarchical + sentinel, STEPS (default 1000) updates each; test HTER
+#          and BLEU (beam 5) against the post-edits
+#   mmt:   emoji (../shared/data/emoji): image + English name -> German name. Image features from the small CNN of
+#          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
+#          (conditional GRU, as the paper), STEPS (default 1500) updates each, validation every 100 updates (about
+#          an epoch); test BLEU (beam 5); learning curves (validation BLEU per epoch) in bench/figures
+#   speed: training tok/s (median of the 25-step windows after step 50 of 150-step runs) and decoding sent/s (the
+#          APE test set, greedy, batch 32) of each strategy and the single-source model, in two rounds
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+shared=${SHARED:-$here/../../shared}
+runs=${RUNS:-$here/runs}
+what=${1:-ape}
+export OMP_NUM_THREADS=2
+sizes=(--arch multi-source --emb-size 128 --enc-size 128 --dec-size 256 --att-size 256 --dropout 0.2
+       --batch-size 32 --optimizer adam --lr 0.001 --threads 2 --patience 0)
+declare -A ape_configs=(
+  [single]="--encoders mt --combination concat" [concat]="--combination concat"
+  [flat]="--combination flat" [hierarchical]="--combination hierarchical"
+  [flat-sentinel]="--combination flat --sentinel" [hierarchical-sentinel]="--combination hierarchical --sentinel")
+ape_order=(single concat flat hierarchical flat-sentinel hierarchical-sentinel)
+
+ape_data() {
+  local dir=$runs/ape
+  [ -f "$dir/triplets/test.pe" ] || { echo "error: $dir/triplets: run recipes/ape_triplets.sh $dir first" >&2; exit 2; }
+  [ -f "$dir/data/manifest.json" ] || nmtkit preprocess --train "$dir/triplets/train" --valid "$dir/triplets/dev" \
+    --test "$dir/triplets/test" --src src --src mt --tgt pe --ape-edits mt --vocab word:20000 --max-len 100 \
+    -o "$dir/data" 2> "$dir/data.log"
+}
+
+case $what in
+ape)
+  ape_data
+  dir=$runs/ape t=$runs/ape/triplets
+  ter() { nmtkit score --metric ter -r "$t/test.pe" -i "$1" --score-only; }
+  bleu() { nmtkit score --metric bleu --tokenize none -r "$t/test.pe" -i "$1" --score-only; }
+  echo "do nothing: test HTER $(ter "$t/test.mt") BLEU $(bleu "$t/test.mt")"
+  for seed in ${SEEDS:-1}; do
+    for name in "${ape_order[@]}"; do
+      run=$dir/$name.s$seed
+      read -r -a extra <<< "${ape_configs[$name]}"
+      [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
+        --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every 250 \
+        --valid-max-sentences 300 2> "$run.log"
+      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$t/test.src" -i "$t/test.mt" -o "$run.test.pe" \
+        2>> "$run.log"
+      echo "$name seed $seed: test HTER $(ter "$run.test.pe") BLEU $(bleu "$run.test.pe")"
+    done
+  done ;;
+mmt)
+  dir=$runs/mmt emoji=$shared/data/emoji
+  mkdir -p "$dir"
+  if [ ! -f "$dir/cnn.test.npy" ]; then
+    tail -n +2 "$emoji/captions.tsv" | cut -f1,2 > "$dir/captions.tsv"
+    python "$here/emoji_cnn.py" "$emoji" "$dir" "${EPOCHS:-12}" > "$dir/cnn.log"
+  fi
+  for split in train dev test; do  # one line per image of the split, in the order of its list (the features' rows)
+    python - "$emoji" "$split" "$dir" <<'EOF'
+import csv, sys
+emoji, split, out = sys.argv[1:]
+rows = {r["image"]: r for r in csv.DictReader(open(f"{emoji}/captions.tsv", encoding="utf-8"), delimiter="\t")}
+names = [n.strip() for n in open(f"{emoji}/splits/{split}.txt", encoding="utf-8") if n.strip()]
+for key in ("en", "de"):
+    with open(f"{out}/{split}.{key}", "w", encoding="utf-8") as f:
+        f.writelines(rows[n][key] + "\n" for n in names)
+with open(f"{out}/{split}.img", "w", encoding="utf-8") as f:
+    f.writelines(n + "\n" for n in names)
+EOF
+  done
+  [ -f "$dir/data/manifest.json" ] || nmtkit preprocess --train "$dir/train" --valid "$dir/dev" --test "$dir/test" \
+    --src en --tgt de --src-images img --features "train=$dir/cnn.train.npy" --features "valid=$dir/cnn.dev.npy" \
+    --features "test=$dir/cnn.test.npy" --vocab word:10000 --max-len 0 -o "$dir/data" 2> "$dir/data.log"
+  declare -A mmt_configs=([text]="--encoders src --decoder-cell cgru" [concat]="--combination concat --decoder-cell gru"
+                          [flat]="--combination flat --decoder-cell cgru"
+                          [hierarchical]="--combination hierarchical --decoder-cell cgru")
+  curves=()
+  for seed in ${SEEDS:-1}; do
+    for name in text concat flat hierarchical; do
+      run=$dir/$name.s$seed
+      read -r -a extra <<< "${mmt_configs[$name]}"
+      [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
+        --seed "$seed" --max-steps "${STEPS:-1500}" --valid-every 100 2> "$run.log"
+      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$dir/test.en" --features "$dir/cnn.test.npy" \
+        -o "$run.test.de" 2>> "$run.log"
+      echo "$name seed $seed: test BLEU $(nmtkit score --metric bleu -r "$dir/test.de" -i "$run.test.de" --score-only)" \
+           "chrF $(nmtkit score --metric chrf -r "$dir/test.de" -i "$run.test.de" --score-only)"
+      curves+=("$name.s$seed=$run/train.jsonl")
+    done
+  done
+  mkdir -p "$here/figures"
+  python "$here/learning_curves.py" "$here/figures/mmt_emoji_curves.png" "$(wc -l < "$dir/train.en")" 32 "${curves[@]}" ;;
+speed)
+  ape_data
+  dir=$runs/ape t=$runs/ape/triplets
+  for round in 1 2; do
+    for name in "${ape_order[@]}"; do
+      run=$dir/speed.$name
+      read -r -a extra <<< "${ape_configs[$name]}"
+      rm -rf "$run"
+      nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" --decoder-cell gru \
+        --max-steps 150 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$run.log"
+      nmtkit translate -m "$run/last.pt" --greedy --batch-size 32 --threads 2 -i "$t/test.src" -i "$t/test.mt" \
+        -o "$run.test.pe" 2>> "$run.log"
+      python - "$run/train.jsonl" "$run.log" "$name" "$round" <<'EOF'
+import json, re, statistics, sys
+log, text, name, round_ = sys.argv[1:]
+train = [r for r in map(json.loads, open(log)) if r["type"] == "train" and r["step"] > 50]
+decoding = re.search(r"translated (\d+) lines in ([\d.]+) s \(([\d.]+) lines/s", open(text).read())
+print(f"round {round_} {name}: training {statistics.median(r['tok_per_s'] for r in train):,.0f} tok/s, "
+      f"decoding {decoding[3]} sent/s (greedy, batch 32)")
+EOF
+    done
+  done ;;
+*)
+  echo "usage: bench/multi_source.sh ape|mmt|speed" >&2; exit 2 ;;
+esac
