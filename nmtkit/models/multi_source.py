@@ -27,9 +27,9 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models.combination import STRATEGIES, Combination, Sentinel, make_combination
 from nmtkit.models.encoder import FeatureEncoder, TextEncoder
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnn_decoder import RNNDecoder
+from nmtkit.models.rnn_decoder import RNNDecoder, RNNDecoding
 from nmtkit.models.rnnsearch import RNN_OPTIONS
-from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq, max_lengths
+from nmtkit.models.seq2seq import AttentionWeights, max_lengths
 from nmtkit.models.state import DecoderState
 
 OPTIONS = RNN_OPTIONS + [
@@ -80,7 +80,7 @@ class MultiSourceDecoder(RNNDecoder):
         return context, weights
 
 
-class MultiSource(Seq2Seq):
+class MultiSource(RNNDecoding):
     """Several encoders (text or image features), one attentive RNN decoder over their combined attention."""
 
     def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, emb_size: int = 256,
@@ -120,13 +120,6 @@ class MultiSource(Seq2Seq):
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
         return self.decoder.start(DecoderState(tensors, static=tensors))
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
-        return torch.log_softmax(logits.float(), dim=-1), state, weights
-
-    def forward(self, batch: Batch) -> ModelOutput:
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
-        return ModelOutput(logits, weights)
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """a·|x| + b over the first text input."""

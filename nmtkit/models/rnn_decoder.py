@@ -29,7 +29,7 @@ from nmtkit.models.attention import MLPAttention, TargetAttention
 from nmtkit.models.cells import CELLS
 from nmtkit.models.fast_recurrences import attentive_gru, covers_decoder
 from nmtkit.models.readout import DeepOutput
-from nmtkit.models.seq2seq import AttentionWeights
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 # the maps through which target attention (Eq. 10-11) and R̃ (Eq. 19) enter the gates and the output
@@ -193,3 +193,20 @@ class RNNDecoder(nn.Module):
         if ta is not None:
             contexts["target"], weights["target"] = out[3].transpose(0, 1), out[4]
         return self._logits(states, emb, contexts, state), states, weights
+
+
+class RNNDecoding(Seq2Seq):
+    """A model whose ``decoder`` is an :class:`RNNDecoder` fed its target embeddings ``tgt_emb`` through
+    ``dropout``: decoding steps and teacher forcing from the state that ``encode`` gives."""
+
+    decoder: RNNDecoder
+    tgt_emb: nn.Embedding
+    dropout: nn.Dropout
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
+        return torch.log_softmax(logits.float(), dim=-1), state, weights
+
+    def forward(self, batch) -> ModelOutput:
+        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
+        return ModelOutput(logits, weights)

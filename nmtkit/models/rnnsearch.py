@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import torch
 from torch import nn
 
 from nmtkit.config import COUNT, Option
@@ -25,9 +24,8 @@ from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.cells import CELLS
 from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
+from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder, RNNDecoding
 from nmtkit.models.rnn_options import rnn_options
-from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
 RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
@@ -38,7 +36,7 @@ RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
 ]
 
 
-class RNNSearch(Seq2Seq):
+class RNNSearch(RNNDecoding):
     bridges = BRIDGES
 
     def __init__(self, src_vocab: int, tgt_vocab: int, emb_size: int = 256, enc_size: int = 256,
@@ -67,13 +65,6 @@ class RNNSearch(Seq2Seq):
     def encode(self, batch: Batch) -> DecoderState:
         return self.decoder.start(self.source(batch))
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
-        return torch.log_softmax(logits.float(), dim=-1), state, weights
-
-    def forward(self, batch: Batch) -> ModelOutput:
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
-        return ModelOutput(logits, weights)
 
 
 @register_model("rnnsearch", RNN_OPTIONS, "BiGRU encoder, GRU decoder with MLP attention on s_{i-1}, deep output")

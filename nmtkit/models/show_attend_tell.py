@@ -26,9 +26,9 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.streams import FEATURES, CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder
+from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder, RNNDecoding
 from nmtkit.models.rnnsearch import RNN_OPTIONS
-from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
+from nmtkit.models.seq2seq import ModelOutput
 from nmtkit.models.state import DecoderState
 
 IMAGE = "image"
@@ -50,7 +50,7 @@ OPTIONS = [
 ]
 
 
-class ShowAttendTell(Seq2Seq):
+class ShowAttendTell(RNNDecoding):
     inputs = (IMAGE,)
     bridges = BRIDGES
 
@@ -75,19 +75,15 @@ class ShowAttendTell(Seq2Seq):
         memory = self.norm(image.data)
         return self.decoder.start(DecoderState({"memory": memory, "mask": image.mask}, static=("memory", "mask")))
 
-    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)
-        return torch.log_softmax(logits.float(), dim=-1), state, weights
-
     def forward(self, batch: Batch) -> ModelOutput:
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
-        losses = {}
+        out = super().forward(batch)
+        weights, losses = out.attention, {}
         if self.lam > 0:  # Xu et al. Eq. 14, over the real steps (</s> included) of each caption
             steps = (batch.tgt_out != PAD).unsqueeze(-1).to(weights["source"].dtype)
             coverage = (weights["source"] * steps).sum(1)  # Σ_t α_ti  [B, L]
             real = batch[IMAGE].mask.to(coverage.dtype)
             losses["doubly_stochastic"] = self.lam * (((1 - coverage) ** 2) * real).sum()
-        return ModelOutput(logits, weights, losses=losses)
+        return ModelOutput(out.logits, weights, losses=losses)
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """``max_caption_len`` for every image (an image has no length to scale a and b by)."""

@@ -176,7 +176,7 @@ class StreamSources:
     def read(self, index: int, line: Line) -> Optional[Inputs]:
         """Line ``index`` (from 0) as the model's inputs, or None."""
         fields, expected = fields_of(line), self.fields
-        if len(fields) != len(expected):
+        if expected and len(fields) != len(expected):  # (inputs all from feature rows: lines only count)
             self.wrong_fields.append(index + 1)
             warn(f"{self.name}:{index + 1}: {len(fields)} TAB-separated field(s), expected {len(expected)} "
                  f"({', '.join(expected)}); writing an empty line")

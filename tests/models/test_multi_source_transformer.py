@@ -10,7 +10,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.models.multi_source_transformer import MultiSourceDecoderLayer
 from nmtkit.models.transformer import DecoderLayer
-from tests.models.test_multi_source import META, batch
+from tests.models.test_multi_source import META, batch, step_by_step
 
 CONFIG = dict(arch="multi-source-transformer", d_model=16, ffn_size=32, heads=2, enc_layers=2, dec_layers=2,
               dropout=0.0, attention_dropout=0.0)
@@ -21,15 +21,6 @@ LAYER_ARGS = (16, 2, 32, 0.0, 0.0, 0.0, False)  # d_model, heads, ffn, dropouts,
 def model(meta=META, **over):
     torch.manual_seed(0)
     return build_model({**CONFIG, **over}, meta).eval()
-
-
-def step_by_step(m, b):
-    state, out, weights = m.encode(b), [], []
-    for t in range(b.tgt_in.size(1)):
-        lp, state, w = m.decode_step(b.tgt_in[:, t], state)
-        out.append(lp)
-        weights.append(w)
-    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
