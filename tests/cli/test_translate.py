@@ -174,6 +174,12 @@ def test_plot_attn_draws_each_input(two_source_ckpt, two_inputs, tmp_path):
              "-o", tmp_path / "x.png"], ok=False)
     assert r.exit_code == 2 and "--input goes with --kind source" in r.stderr
     assert not (tmp_path / "x.png").exists()
+    run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--kind", "encoders", "-o", tmp_path / "enc.png"])  # Fig. 2
+    with AttentionFile(tmp_path / "a.h5") as f:
+        sentence = f[2]
+    weights = sentence["attention"]["encoders"]  # [output tokens, src + mt + sentinel]
+    assert sentence["labels"]["encoders"] == ["src", "mt", "sentinel"] and weights.shape[1] == 3
+    assert abs(weights.sum(1) - 1).max() < 1e-5 and (tmp_path / "enc.png").stat().st_size > 0
 
 
 def test_a_fields_line_with_the_wrong_number_of_fields_gets_an_empty_line(two_source_ckpt):
