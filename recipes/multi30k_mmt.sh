@@ -34,31 +34,14 @@
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
 set -euo pipefail
-usage="usage: recipes/multi30k_mmt.sh [--dry-run] [--gpus N] [WORKDIR]"
-dry=0 gpus=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --dry-run) dry=1; shift ;;
-  --gpus) gpus=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
-  --gpus=*) gpus=${1#--gpus=}; shift ;;
-  -h|--help) echo "$usage (see the header of $0)"; exit 0 ;;
-  -*) echo "error: unknown option $1 ($usage)" >&2; exit 2 ;;
-  *) break ;;
-  esac
-done
-[[ $gpus =~ ^[0-9]+$ ]] || { echo "error: --gpus: expects a number of GPUs, got '$gpus'" >&2; exit 2; }
-work=${1:-multi30k-mmt}
-downloads=$work/downloads
-downloader=${DOWNLOADER:-curl -fL --retry 3 -o}
+source "$(dirname "$0")/lib.sh"
+options multi30k-mmt "$@"
 multi30k=${MULTI30K:-https://raw.githubusercontent.com/multi30k/dataset/master/data/task1}
 images_in=${FLICKR30K_IMAGES:-}
 weights_in=${VGG16_WEIGHTS:-https://download.pytorch.org/models/vgg16-397923af.pth}
-device=${DEVICE:-auto}
 read -r -a sizes <<< "${SIZES:---emb-size 300 --enc-size 300 --dec-size 500 --att-size 500}"
 all="text concat flat flat-sent flat-share flat-share-sent hier hier-sent hier-share hier-share-sent"
 read -r -a configs <<< "${CONFIGS:-$all}"
-launcher=(nmtkit)
-[ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
 
 # Table 1: combination, share, sentinel; the paper's test BLEU and METEOR
 declare -A combination=([text]=concat [concat]=concat [flat]=flat [flat-sent]=flat [flat-share]=flat
@@ -81,66 +64,7 @@ flags() {  # flags NAME: the options of the system NAME
   echo "${f[@]}"
 }
 
-stage=""
-stage() { stage=$1; echo "== $1" >&2; }
-
-step() {  # run a command, or print it with --dry-run; stop with a line naming the step if it fails
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; return; fi
-  "$@" || { echo "error: step $stage failed: $*" >&2; exit 1; }
-}
-
-into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomically), unless FILE exists
-  local out=$1; shift
-  [ -e "$out" ] && return
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo "> $out"; return; fi
-  "$@" > "$out.part" || { rm -f "$out.part"; echo "error: step $stage failed: $* > $out" >&2; exit 1; }
-  mv "$out.part" "$out"
-}
-
-check() {  # check FILE URL: a download is not empty, unpacks, matches its checksum; else removed, and we stop
-  local why="" name hash
-  name=$(basename "$2")
-  if [ ! -s "$1" ]; then why="the download is empty"
-  else
-    case $name in
-    *.tar.gz|*.tgz) tar -tzf "$1" > /dev/null 2>&1 || why="not a readable .tar.gz archive" ;;
-    *.gz) gzip -t "$1" > /dev/null 2>&1 || why="not a readable gzip file (gzip -t)" ;;
-    *.pth)
-      if [[ $name =~ -([0-9a-f]{8,})\.pth$ ]]; then  # torchvision names its weights by their SHA-256's start
-        hash=$(sha256sum "$1" | cut -c1-${#BASH_REMATCH[1]})
-        [ "$hash" = "${BASH_REMATCH[1]}" ] || why="SHA-256 starts $hash, not ${BASH_REMATCH[1]} as its name says"
-      fi ;;
-    esac
-  fi
-  [ -z "$why" ] && return
-  rm -f "$1"
-  echo "error: step $stage failed: $2: $why (removed; run again to fetch it again)" >&2
-  exit 1
-}
-
-fetch() {  # fetch SRC: a local path as it is, a URL downloaded once into $downloads; prints the local path
-  case $1 in
-  http://*|https://*)
-    local dest
-    dest=$downloads/$(basename "$1")
-    if [ ! -e "$dest" ]; then
-      [ -d "$downloads" ] || step mkdir -p "$downloads" >&2
-      # shellcheck disable=SC2086
-      step $downloader "$dest.part" "$1" >&2
-      [ "$dry" = 1 ] || check "$dest.part" "$1"
-      step mv "$dest.part" "$dest" >&2
-    fi
-    echo "$dest" ;;
-  *)
-    [ "$dry" = 1 ] || [ -e "$1" ] || { echo "error: step $stage failed: $1: no such file or folder" >&2; exit 1; }
-    echo "$1" ;;
-  esac
-}
-
-if [ -z "$images_in" ]; then
-  echo "error: FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)" >&2
-  exit 2
-fi
+needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
 
 stage "1. data"
 text=$work/text
@@ -158,24 +82,12 @@ for split in train val test; do
     into "$text/$split.img" cat "$list"
   fi
   [ "$dry" = 1 ] && continue
+  same_lines "$text/$split.en" "$text/$split.de" "$text/$split.img"
   n=$(wc -l < "$text/$split.en")
-  for ext in de img; do
-    [ "$(wc -l < "$text/$split.$ext")" = "$n" ] || { echo "error: step $stage failed: $text/$split.en has $n lines\
- but $text/$split.$ext $(wc -l < "$text/$split.$ext")" >&2; exit 1; }
-  done
   [ "$n" = "${count[$split]}" ] || echo "note: $split has $n sentences (Multi30k: ${count[$split]})" >&2
 done
 if [ ! -f "$work/data/manifest.json" ]; then  # the images and weights are needed for the features only
-  images=$(fetch "$images_in")
-  if [[ $images == *.tar.gz || $images == *.tgz ]]; then
-    if [ ! -d "$work/images" ]; then
-      step mkdir -p "$work/images.part"
-      step tar -xzf "$images" -C "$work/images.part"
-      step mv "$work/images.part" "$work/images"
-    fi
-    images=$work/images/flickr30k-images
-    [ "$dry" = 1 ] || [ -d "$images" ] || images=$work/images
-  fi
+  flickr30k_images "$images_in"
   weights=$(fetch "$weights_in")
 
   stage "2. corpus: BPE text, VGG16 conv5_3 features of the images"
@@ -186,15 +98,10 @@ fi
 
 for name in "${configs[@]}"; do
   stage "3. train $name"
-  model=$work/models/$name
-  [ -e "$model/done" ] && continue
-  resume=(); [ -f "$model/last.pt" ] && resume=(--resume)  # a run that was stopped goes on where it was
   read -r -a extra <<< "$(flags "$name")"
-  step "${launcher[@]}" train --data "$work/data" --arch multi-source "${sizes[@]}" "${extra[@]}" \
+  train "$work/models/$name" --data "$work/data" --arch multi-source "${sizes[@]}" "${extra[@]}" \
     --optimizer adam --lr 1e-4 --lr-decay 1 --dropout 0.2 --batch-size "${BATCH:-64}" \
-    --max-steps "${STEPS:-25000}" --valid-every "${VALID_EVERY:-1000}" --patience 0 --device "$device" \
-    --save-dir "$model" "${resume[@]}"
-  step touch "$model/done"
+    --max-steps "${STEPS:-25000}" --valid-every "${VALID_EVERY:-1000}" --patience 0 --device "$device"
 done
 
 scores=$work/scores

@@ -31,28 +31,11 @@
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
 set -euo pipefail
-usage="usage: recipes/wmt16_ape.sh [--dry-run] [--gpus N] [WORKDIR]"
-dry=0 gpus=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --dry-run) dry=1; shift ;;
-  --gpus) gpus=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
-  --gpus=*) gpus=${1#--gpus=}; shift ;;
-  -h|--help) echo "$usage (see the header of $0)"; exit 0 ;;
-  -*) echo "error: unknown option $1 ($usage)" >&2; exit 2 ;;
-  *) break ;;
-  esac
-done
-[[ $gpus =~ ^[0-9]+$ ]] || { echo "error: --gpus: expects a number of GPUs, got '$gpus'" >&2; exit 2; }
-work=${1:-wmt16-ape}
-downloads=$work/downloads
-downloader=${DOWNLOADER:-curl -fL --retry 3 -o}
+source "$(dirname "$0")/lib.sh"
+options wmt16-ape "$@"
 data_in=${WMT16_APE:-}
-device=${DEVICE:-auto}
 read -r -a sizes <<< "${SIZES:---emb-size 300 --enc-size 300 --dec-size 300 --att-size 500}"
 read -r -a configs <<< "${CONFIGS:-concat flat flat-sent flat-share flat-share-sent hier hier-sent hier-share hier-share-sent}"
-launcher=(nmtkit)
-[ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
 
 # Table 1: combination, share, sentinel; the paper's test BLEU and HTER
 declare -A combination=([concat]=concat [flat]=flat [flat-sent]=flat [flat-share]=flat [flat-share-sent]=flat
@@ -73,61 +56,8 @@ flags() {  # flags NAME: the options of Table 1's row NAME
   echo "${f[@]}"
 }
 
-stage=""
-stage() { stage=$1; echo "== $1" >&2; }
-
-step() {  # run a command, or print it with --dry-run; stop with a line naming the step if it fails
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; return; fi
-  "$@" || { echo "error: step $stage failed: $*" >&2; exit 1; }
-}
-
-into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomically), unless FILE exists
-  local out=$1; shift
-  [ -e "$out" ] && return
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo "> $out"; return; fi
-  "$@" > "$out.part" || { rm -f "$out.part"; echo "error: step $stage failed: $* > $out" >&2; exit 1; }
-  mv "$out.part" "$out"
-}
-
-check() {  # check FILE URL: a download is not empty and unpacks; else it is removed and the recipe stops
-  local why=""
-  if [ ! -s "$1" ]; then why="the download is empty"
-  else
-    case $1 in
-    *.zip.part) python -m zipfile -t "$1" > /dev/null 2>&1 || why="not a readable zip archive" ;;
-    *.tar.gz.part|*.tgz.part) tar -tzf "$1" > /dev/null 2>&1 || why="not a readable .tar.gz archive" ;;
-    esac
-  fi
-  [ -z "$why" ] && return
-  rm -f "$1"
-  echo "error: step $stage failed: $2: $why (removed; run again to fetch it again)" >&2
-  exit 1
-}
-
-fetch() {  # fetch SRC: a local path as it is, a URL downloaded once into $downloads; prints the local path
-  case $1 in
-  http://*|https://*)
-    local dest
-    dest=$downloads/$(basename "$1")
-    if [ ! -e "$dest" ]; then
-      [ -d "$downloads" ] || step mkdir -p "$downloads" >&2
-      # shellcheck disable=SC2086
-      step $downloader "$dest.part" "$1" >&2
-      [ "$dry" = 1 ] || check "$dest.part" "$1"
-      step mv "$dest.part" "$dest" >&2
-    fi
-    echo "$dest" ;;
-  *)
-    [ "$dry" = 1 ] || [ -e "$1" ] || { echo "error: step $stage failed: $1: no such file or folder" >&2; exit 1; }
-    echo "$1" ;;
-  esac
-}
-
-if [ -z "$data_in" ]; then
-  echo "error: WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
-TrainDev.zip Test.zip test_pe.zip; see the header)" >&2
-  exit 2
-fi
+needed "$data_in" "WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
+TrainDev.zip Test.zip test_pe.zip; see the header)"
 
 stage "1. data"
 text=$work/text
@@ -142,11 +72,7 @@ if [ "$have_text" = 0 ]; then
     *.zip|*.tar.gz|*.tgz)
       base=$(basename "$path"); out=$work/unpacked/${base%%.*}
       roots+=("$out")
-      [ -d "$out" ] && continue
-      step mkdir -p "$out.part"
-      if [[ $path == *.zip ]]; then step python -m zipfile -e "$path" "$out.part"
-      else step tar -xzf "$path" -C "$out.part"; fi
-      step mv "$out.part" "$out" ;;
+      unpack "$path" "$out" ;;
     *) roots+=("$path") ;;
     esac
   done
@@ -159,9 +85,8 @@ if [ "$have_text" = 0 ]; then
         echo "cp <the $split.$ext under ${roots[*]}> $text/$split.$ext"; continue
       fi
       if [ -z "$found" ] || [ "$(wc -l <<< "$found")" != 1 ]; then
-        echo "error: step $stage failed: WMT16_APE: $([ -z "$found" ] && echo no || echo more than one) file named\
- $split.$ext in ${roots[*]} (see the header)" >&2
-        exit 1
+        fail "WMT16_APE: $([ -z "$found" ] && echo no || echo more than one) file named $split.$ext in\
+ ${roots[*]} (see the header)"
       fi
       step cp "$found" "$text/$split.$ext.part"
       step mv "$text/$split.$ext.part" "$text/$split.$ext"
@@ -170,11 +95,9 @@ if [ "$have_text" = 0 ]; then
 fi
 if [ "$dry" = 0 ]; then
   for split in train:12000 dev:1000 test:2000; do
-    name=${split%:*} n=$(wc -l < "$text/${split%:*}.src")
-    for ext in mt pe; do
-      [ "$(wc -l < "$text/$name.$ext")" = "$n" ] || { echo "error: step $stage failed: $text/$name.src has $n lines\
- but $text/$name.$ext $(wc -l < "$text/$name.$ext")" >&2; exit 1; }
-    done
+    name=${split%:*}
+    same_lines "$text/$name.src" "$text/$name.mt" "$text/$name.pe"
+    n=$(wc -l < "$text/$name.src")
     [ "$n" = "${split#*:}" ] || echo "note: $name has $n triplets (the WMT16 APE data: ${split#*:})" >&2
   done
 fi
@@ -195,15 +118,10 @@ score do-nothing "$text/test.mt"
 
 for name in "${configs[@]}"; do
   stage "4. train $name"
-  model=$work/models/$name
-  [ -e "$model/done" ] && continue
-  resume=(); [ -f "$model/last.pt" ] && resume=(--resume)  # a run that was stopped goes on where it was
   read -r -a extra <<< "$(flags "$name")"
-  step "${launcher[@]}" train --data "$work/data" --arch multi-source "${sizes[@]}" --decoder-cell gru \
+  train "$work/models/$name" --data "$work/data" --arch multi-source "${sizes[@]}" --decoder-cell gru \
     "${extra[@]}" --optimizer adam --lr 1e-4 --lr-decay 1 --dropout 0.2 --batch-size "${BATCH:-64}" \
-    --max-steps "${STEPS:-10000}" --valid-every "${VALID_EVERY:-1000}" --patience 0 --device "$device" \
-    --save-dir "$model" "${resume[@]}"
-  step touch "$model/done"
+    --max-steps "${STEPS:-10000}" --valid-every "${VALID_EVERY:-1000}" --patience 0 --device "$device"
 done
 
 [ -d "$work/out" ] || step mkdir -p "$work/out"

@@ -120,7 +120,6 @@ class MultiSource(RNNDecoding):
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
         return self.decoder.start(DecoderState(tensors, static=tensors))
 
-
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """a·|x| + b over the first text input."""
         return max_lengths(batch[self.length_stream].lengths, a, b)
