@@ -4,8 +4,9 @@
 #   ape:   the triplets of recipes/ape_triplets.sh (RUNS/ape/triplets: LibreOffice help en-de, real MT output of
 #          rnnsearch models that never saw the lines), preprocessed with --ape-edits mt; the do-nothing baseline
 #          (MT as it is); then multi-source with the MT output alone (--encoders mt: the single-source model), concat,
-#          flat, hierarchical, flat + sentinel, hierarchical + sentinel, STEPS (default 1000) updates each; test HTER
-#          and BLEU (beam 5) against the post-edits
+#          flat, hierarchical, flat + sentinel, hierarchical + sentinel (CONFIGS picks some), STEPS (default 1000)
+#          updates each, validating every VALID_EVERY (250); test HTER and BLEU (beam BEAM, default 5) against the
+#          post-edits
 #   mmt:   emoji (../shared/data/emoji): image + English name -> German name. Image features from the small CNN of
 #          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
 #          (conditional GRU, as the paper), STEPS (default 1500) updates each, validation every 100 updates (about
@@ -25,7 +26,7 @@ declare -A ape_configs=(
   [single]="--encoders mt --combination concat" [concat]="--combination concat"
   [flat]="--combination flat" [hierarchical]="--combination hierarchical"
   [flat-sentinel]="--combination flat --sentinel" [hierarchical-sentinel]="--combination hierarchical --sentinel")
-ape_order=(single concat flat hierarchical flat-sentinel hierarchical-sentinel)
+read -r -a ape_order <<< "${CONFIGS:-single concat flat hierarchical flat-sentinel hierarchical-sentinel}"
 
 ape_data() {
   local dir=$runs/ape
@@ -47,10 +48,10 @@ ape)
       run=$dir/$name.s$seed
       read -r -a extra <<< "${ape_configs[$name]}"
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
-        --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every 250 \
+        --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every "${VALID_EVERY:-250}" \
         --valid-max-sentences 300 2> "$run.log"
-      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$t/test.src" -i "$t/test.mt" -o "$run.test.pe" \
-        2>> "$run.log"
+      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads 2 -i "$t/test.src" -i "$t/test.mt" \
+        -o "$run.test.pe" 2>> "$run.log"
       echo "$name seed $seed: test HTER $(ter "$run.test.pe") BLEU $(bleu "$run.test.pe")"
     done
   done ;;
