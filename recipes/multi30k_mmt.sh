@@ -34,6 +34,7 @@
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options multi30k-mmt "$@"
 multi30k=${MULTI30K:-https://raw.githubusercontent.com/multi30k/dataset/master/data/task1}

@@ -31,6 +31,7 @@
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options wmt16-ape "$@"
 data_in=${WMT16_APE:-}

@@ -1,5 +1,5 @@
 """recipes/ape_triplets.sh end to end on a tiny corpus of numbers (three tiny MT models, real MT output, triplets),
-its resumption and its --dry-run."""
+its resumption (a stopped training too), its --dry-run and --gpus, and its one-line errors."""
 import os
 import subprocess
 import sys
@@ -43,10 +43,17 @@ def test_triplets_pair_real_mt_output_with_the_human_translation(built):
     assert lines[0].startswith("== do nothing") and lines[1].startswith("dev   HTER ") and "BLEU" in lines[2]
 
 
-def test_a_second_run_skips_what_is_done(built):
-    corpus, work, _ = built
+def test_a_second_run_skips_what_is_done_and_a_stopped_training_resumes(built):
+    corpus, work, first = built
     again = recipe(corpus, work)
     assert again.returncode == 0 and "parameters on" not in again.stderr and "translated" not in again.stderr
+    assert again.stdout == first.stdout
+    (work / "mt-A" / "model" / "done").unlink()  # as if its training had been stopped: it goes on with --resume
+    dry = recipe(corpus, work, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    trains = [line for line in dry.stdout.splitlines() if " train " in f" {line} "]
+    assert len(trains) == 1 and "mt-A/model " in trains[0] and trains[0].rstrip().endswith("--resume")
+    assert "preprocess" not in dry.stdout and "translate" not in dry.stdout
 
 
 def test_a_dry_run_shows_which_model_translates_which_half(tmp_path, built):
@@ -57,6 +64,31 @@ def test_a_dry_run_shows_which_model_translates_which_half(tmp_path, built):
     assert [t.split()[3].split("/")[-3] for t in translations] == ["mt-B", "mt-A", "mt-all", "mt-all"]
     assert [t.split()[-1].split("/")[-1] for t in translations] == ["A.mt", "B.mt", "dev.mt", "test.mt"]
     assert not (tmp_path / "w").exists()
+
+
+def test_gpus_train_each_mt_model_under_torchrun(tmp_path, built):
+    corpus, _, _ = built
+    r = recipe(corpus, tmp_path / "w", "--dry-run", "--gpus", "2")
+    assert r.returncode == 0, r.stderr
+    trains = [line for line in r.stdout.splitlines() if " train " in f" {line} "]
+    assert len(trains) == 3 and all(t.startswith("torchrun --nproc-per-node 2 -m nmtkit train") for t in trains)
+    assert [t.split("--save-dir ")[1].split()[0].split("/")[-2] for t in trains] == ["mt-A", "mt-B", "mt-all"]
+    bad = recipe(corpus, tmp_path / "w", "--gpus", "two")
+    assert bad.returncode == 2 and "--gpus" in bad.stderr and not (tmp_path / "w").exists()
+
+
+def test_a_failed_step_stops_the_recipe_with_one_line(tmp_path, built):
+    corpus, _, _ = built
+    broken = tmp_path / "corpus"
+    broken.mkdir()
+    for name in ("train.en", "train.de"):  # no dev set: the MT corpus cannot be made
+        (broken / name).write_text((corpus / name).read_text())
+    r = recipe(broken, tmp_path / "w")
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: step 2. an MT model on each half and one on all the training data failed: "
+                           "nmtkit preprocess"), last
+    assert not (tmp_path / "w" / "mt-A" / "model").exists()
 
 
 def test_a_corpus_folder_is_needed(tmp_path):

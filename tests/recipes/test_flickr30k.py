@@ -1,5 +1,7 @@
 """recipes/flickr30k.sh end to end on a tiny stand-in for Flickr30k, its downloads served by a mock downloader
-from local files (the images as a .tar.gz, Karpathy's split file in a .zip, VGG16 weights), and its --dry-run."""
+from local files (the images as a .tar.gz, Karpathy's split file in a .zip, VGG16 weights named by their SHA-256),
+its resumption, its --dry-run and --gpus, and its check of the weights."""
+import hashlib
 import json
 import os
 import subprocess
@@ -51,40 +53,80 @@ def mirror(tmp_path_factory):
     with zipfile.ZipFile(root / "caption_datasets.zip", "w") as z:
         z.write(root / "dataset_flickr30k.json", "dataset_flickr30k.json")
     torch.manual_seed(0)
-    torch.save(VGG16Features().state_dict(), root / "vgg16-397923af.pth")
+    torch.save(VGG16Features().state_dict(), root / "vgg16.pth")
+    digest = hashlib.sha256((root / "vgg16.pth").read_bytes()).hexdigest()[:8]
+    (root / "vgg16.pth").rename(root / f"vgg16-{digest}.pth")
     (root / "get.sh").write_text(f'#!/bin/sh\necho "$2" >> {root}/fetched\ncp {root}/"$(basename "$2")" "$1"\n')
     (root / "get.sh").chmod(0o755)
-    return root
+    return root, f"https://download.pytorch.org/models/vgg16-{digest}.pth"
 
 
-def recipe(mirror, work, *args):
-    env = {**os.environ, "DOWNLOADER": str(mirror / "get.sh"), "IMAGE_SIZE": "32", "STEPS_BASE": "8",
+def recipe(mirror, work, *args, **env):
+    root, weights = mirror
+    env = {**os.environ, "DOWNLOADER": str(root / "get.sh"), "IMAGE_SIZE": "32", "STEPS_BASE": "8",
            "STEPS_TATT": "4", "BATCH": "4", "SIZES": "--emb-size 8 --dec-size 8", "DEVICE": "cpu",
-           "FLICKR30K_IMAGES": "https://example.org/flickr30k-images.tar.gz",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+           "FLICKR30K_IMAGES": "https://example.org/flickr30k-images.tar.gz", "VGG16_WEIGHTS": weights,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env}
     return subprocess.run(["bash", str(RECIPE), *args, str(work)], env=env, capture_output=True, text=True)
 
 
-def test_the_recipe_downloads_trains_both_models_and_prints_table_3(mirror, tmp_path):
-    r = recipe(mirror, tmp_path / "w")
+@pytest.fixture(scope="module")
+def built(mirror, tmp_path_factory):
+    work = tmp_path_factory.mktemp("work") / "w"
+    return work, recipe(mirror, work)
+
+
+def test_the_recipe_downloads_trains_both_models_and_prints_table_3(mirror, built):
+    work, r = built
     assert r.returncode == 0, r.stderr[-3000:]
-    fetched = (mirror / "fetched").read_text().split()
+    fetched = (mirror[0] / "fetched").read_text().split()
     assert fetched == ["https://example.org/flickr30k-images.tar.gz",
-                       "https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip",
-                       "https://download.pytorch.org/models/vgg16-397923af.pth"]
+                       "https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip", mirror[1]]
     table = r.stdout.split("== Table 3")[1].splitlines()
     assert table[2].split()[-4:] == ["28.3", "19.0", "37.6", "28.56"]
     assert table[4].startswith("nmtkit: source-attn") and len(table[5].split()) == 6
-    assert len((tmp_path / "w" / "tatt.test.en").read_text().split("\n")) == 3  # two test images
-    config = (tmp_path / "w" / "tatt" / "config.yaml").read_text()
+    assert len((work / "tatt.test.en").read_text().split("\n")) == 3  # two test images
+    config = (work / "tatt" / "config.yaml").read_text()
     assert "target_attention: true" in config and "optimizer: sgd" in config and "lr: 0.05" in config
+    assert (work / "base" / "done").exists() and (work / "tatt" / "done").exists()
+
+
+def test_a_second_run_skips_what_is_done_and_a_stopped_training_resumes(mirror, built):
+    work, first = built
+    fetched = (mirror[0] / "fetched").read_text()
+    again = recipe(mirror, work, FLICKR30K_IMAGES="/no/such/images.tar.gz")  # the corpus is made: not needed
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout == first.stdout and (mirror[0] / "fetched").read_text() == fetched
+    assert "parameters" not in again.stderr
+    (work / "tatt" / "done").unlink()  # as if the second training had been stopped: it goes on with --resume
+    dry = recipe(mirror, work, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    trains = [line for line in dry.stdout.splitlines() if " train " in f" {line} "]
+    assert len(trains) == 1 and "/tatt " in trains[0] and trains[0].rstrip().endswith("--resume")
+    assert "--target-attention" in trains[0] and "--init-from" not in trains[0]  # the run holds its warm start
+    assert "preprocess" not in dry.stdout and "caption" not in dry.stdout
 
 
 def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
-    r = recipe(mirror, tmp_path / "w", "--dry-run")
+    r = recipe(mirror, tmp_path / "w", "--dry-run", "--gpus", "2")
     assert r.returncode == 0, r.stderr
     assert "nmtkit preprocess --captions" in r.stdout and "--init-from" in r.stdout and "--beam 10" in r.stdout
+    trains = [line for line in r.stdout.splitlines() if " train " in f" {line} "]
+    assert len(trains) == 2 and all(t.startswith("torchrun --nproc-per-node 2 -m nmtkit train") for t in trains)
+    assert "--optimizer adadelta" in trains[0] and "--init-from" in trains[1] and "--resume" not in trains[1]
     assert "get.sh" in r.stderr and not (tmp_path / "w").exists()
+
+
+def test_weights_that_do_not_match_their_name_stop_the_recipe(mirror, tmp_path):
+    root, weights = mirror
+    (tmp_path / "get.sh").write_text(f'#!/bin/sh\ncase "$2" in *.pth) echo junk > "$1";; '
+                                     f'*) cp "{root}/$(basename "$2")" "$1";; esac\n')
+    (tmp_path / "get.sh").chmod(0o755)
+    r = recipe(mirror, tmp_path / "w", DOWNLOADER=str(tmp_path / "get.sh"))
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: step 1. data failed") and "SHA-256" in last and weights in last
+    assert not list((tmp_path / "w" / "downloads").glob("vgg16*")) and not (tmp_path / "w" / "data").exists()
 
 
 def test_the_images_must_be_given(tmp_path):
