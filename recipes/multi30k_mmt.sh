@@ -33,6 +33,7 @@
 # DEVICE (auto); DOWNLOADER (default "curl -fL --retry 3 -o": gets DEST URL).
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
+# The machinery (options, steps, downloads, training) is recipes/lib.sh's.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -1,0 +1,81 @@
+"""recipes/lib.sh, the machinery the recipes share, on its own: each test sources it in a small script."""
+import os
+import subprocess
+from pathlib import Path
+
+LIB = Path(__file__).parents[2] / "recipes" / "lib.sh"
+
+
+def script(tmp_path, body, *args, **env):
+    """Runs ``body`` as a recipe named demo.sh that sources lib.sh and parses its options ("w" the WORKDIR)."""
+    path = tmp_path / "demo.sh"
+    path.write_text(f'set -euo pipefail\nsource "{LIB}"\noptions "{tmp_path}/w" "$@"\n{body}\n')
+    return subprocess.run(["bash", str(path), *args], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, **env})
+
+
+def test_step_runs_a_command_and_a_failure_stops_with_one_line_naming_the_stage(tmp_path):
+    r = script(tmp_path, 'stage "1. data"\nstep true\nstep sh -c "echo oops >&2; exit 3"\necho after')
+    assert r.returncode == 1 and "after" not in r.stdout
+    assert r.stderr.splitlines() == ["== 1. data", "oops", 'error: step 1. data failed: sh -c echo oops >&2; exit 3']
+
+
+def test_a_dry_run_prints_each_step_and_runs_none(tmp_path):
+    r = script(tmp_path, 'step touch "$work/x"\ninto "$work/y" echo hi\necho "dry=$dry"', "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"touch {tmp_path}/w/x ", f"echo hi > {tmp_path}/w/y", "dry=1"]
+    assert not (tmp_path / "w").exists()
+
+
+def test_into_writes_atomically_skips_what_exists_and_leaves_nothing_when_the_command_fails(tmp_path):
+    (tmp_path / "w").mkdir()
+    r = script(tmp_path, 'into "$work/a" echo one\ninto "$work/a" echo two\nstage s\n'
+                         'into "$work/b" sh -c "echo part; exit 1"')
+    assert r.returncode == 1 and r.stderr.splitlines()[-1].startswith("error: step s failed: sh -c")
+    assert (tmp_path / "w" / "a").read_text() == "one\n"
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == ["a"]
+
+
+def test_options(tmp_path):
+    r = script(tmp_path, 'echo "$dry $gpus ${launcher[*]} $work"', "--gpus", "2", "elsewhere")
+    assert r.stdout == "0 2 torchrun --nproc-per-node 2 -m nmtkit elsewhere\n"
+    assert script(tmp_path, 'echo "${launcher[*]} $work"').stdout == f"nmtkit {tmp_path}/w\n"
+    r = script(tmp_path, "", "--gpus=x")
+    assert r.returncode == 2 and r.stderr == "error: --gpus: expects a number of GPUs, got 'x'\n"
+    r = script(tmp_path, "", "--nope")
+    assert r.returncode == 2 and "unknown option --nope (usage: recipes/demo.sh [--dry-run] [--gpus N]" in r.stderr
+    r = script(tmp_path, "echo ran", "-h")
+    assert r.returncode == 0 and r.stdout.startswith("usage: recipes/demo.sh [--dry-run] [--gpus N] [WORKDIR]")
+
+
+def test_fetch_downloads_once_through_a_part_file_and_refuses_a_bad_download(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "a.txt").write_text("data\n")
+    (served / "b.gz").write_text("not gzip")
+    get = tmp_path / "get.sh"
+    get.write_text(f'#!/bin/sh\necho "$2" >> "{tmp_path}/log"\ncp "{served}/$(basename "$2")" "$1"\n')
+    get.chmod(0o755)
+    body = 'stage fetching\nfor i in 1 2; do fetch https://x.org/a.txt; done\nfetch https://x.org/b.gz'
+    r = script(tmp_path, body, DOWNLOADER=str(get))
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [f"{tmp_path}/w/downloads/a.txt"] * 2
+    assert (tmp_path / "log").read_text().split() == ["https://x.org/a.txt", "https://x.org/b.gz"]
+    assert r.stderr.splitlines()[-1] == ("error: step fetching failed: https://x.org/b.gz: not a readable gzip file "
+                                         "(gzip -t) (removed; run again to fetch it again)")
+    assert sorted(p.name for p in (tmp_path / "w" / "downloads").iterdir()) == ["a.txt"]
+    r = script(tmp_path, "stage s\nfetch /no/such/file")
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == "error: step s failed: /no/such/file: no such file or folder"
+
+
+def test_train_resumes_a_stopped_run_without_its_warm_start_and_skips_a_finished_one(tmp_path):
+    model = tmp_path / "w" / "m"
+    body = 'train "$work/m" --data d --init-from base.pt --lr 1'
+    fresh = script(tmp_path, body, "--dry-run").stdout.splitlines()
+    assert fresh == [f"nmtkit train --data d --init-from base.pt --lr 1 --save-dir {model} ", f"touch {model}/done "]
+    model.mkdir(parents=True)
+    (model / "last.pt").write_text("")
+    stopped = script(tmp_path, body, "--dry-run", "--gpus", "1").stdout.splitlines()
+    assert stopped[0] == f"torchrun --nproc-per-node 1 -m nmtkit train --data d --lr 1 --save-dir {model} --resume "
+    (model / "done").write_text("")
+    assert script(tmp_path, body, "--dry-run").stdout == ""
