@@ -237,8 +237,8 @@ def _encode_split(name: str, files: Mapping[str, Path], n: int, vocabs: Mapping[
     if kept == 0:
         raise NmtkitError(f"{next(iter(files.values()))}: no example left after filtering (max length {max_len})")
     reasons = {"too_long": f"longer than {max_len} tokens", "empty": "with an empty stream", "bad_images": "with a bad image"}
-    log(f"{name}: {kept} examples in {len(shards)} shard(s)"
-        + ("; dropped " + ", ".join(f"{k} {reasons[why]}" for why, k in dropped.items()) if filtering else ""))
+    counted = [f"{k} {reasons[why]}" for why, k in dropped.items() if why != "too_long" or max_len]
+    log(f"{name}: {kept} examples in {len(shards)} shard(s)" + ("; dropped " + ", ".join(counted) if filtering else ""))
     info = {"shards": shards, "sentences": kept, "lines": n}
     if filtering:
         info["dropped"] = dropped
