@@ -88,7 +88,8 @@ EOF
       read -r -a extra <<< "${mmt_configs[$name]}"
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --seed "$seed" --max-steps "${STEPS:-1500}" --valid-every 100 2> "$run.log"
-      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$dir/test.en" --features "$dir/cnn.test.npy" \
+      features=(--features "$dir/cnn.test.npy"); [ "$name" = text ] && features=()  # the text-only model reads none
+      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$dir/test.en" "${features[@]}" \
         -o "$run.test.de" 2>> "$run.log"
       echo "$name seed $seed: test BLEU $(nmtkit score --metric bleu -r "$dir/test.de" -i "$run.test.de" --score-only)" \
            "chrF $(nmtkit score --metric chrf -r "$dir/test.de" -i "$run.test.de" --score-only)"
