@@ -50,7 +50,8 @@ ape)
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every "${VALID_EVERY:-250}" \
         --valid-max-sentences 300 2> "$run.log"
-      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads 2 -i "$t/test.src" -i "$t/test.mt" \
+      inputs=(-i "$t/test.src" -i "$t/test.mt"); [ "$name" = single ] && inputs=(-i "$t/test.mt")  # its one input
+      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads 2 "${inputs[@]}" \
         -o "$run.test.pe" 2>> "$run.log"
       echo "$name seed $seed: test HTER $(ter "$run.test.pe") BLEU $(bleu "$run.test.pe")"
     done
@@ -108,7 +109,8 @@ speed)
       rm -rf "$run"
       nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" --decoder-cell gru \
         --max-steps 150 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$run.log"
-      nmtkit translate -m "$run/last.pt" --greedy --batch-size 32 --threads 2 -i "$t/test.src" -i "$t/test.mt" \
+      inputs=(-i "$t/test.src" -i "$t/test.mt"); [ "$name" = single ] && inputs=(-i "$t/test.mt")
+      nmtkit translate -m "$run/last.pt" --greedy --batch-size 32 --threads 2 "${inputs[@]}" \
         -o "$run.test.pe" 2>> "$run.log"
       python - "$run/train.jsonl" "$run.log" "$name" "$round" <<'EOF'
 import json, re, statistics, sys
