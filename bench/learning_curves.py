@@ -1,12 +1,14 @@
-"""Validation BLEU per epoch of several training runs, as one figure (multi-source-attention.txt Fig. 1).
+"""Validation BLEU per epoch of training runs, as one figure (multi-source-attention.txt Fig. 1).
 
 Usage: learning_curves.py OUT.png TRAIN_EXAMPLES BATCH_SIZE NAME=RUN/train.jsonl ...
-(an epoch is TRAIN_EXAMPLES / BATCH_SIZE updates); also prints each run's curve.
+An epoch is TRAIN_EXAMPLES / BATCH_SIZE updates. Runs given under one NAME (seeds) are drawn as their mean with
+the range between the lowest and highest as a band. Prints each run's curve and each NAME's mean.
 """
 import json
 import sys
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -14,13 +16,21 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main(out: str, examples: str, batch: str, *runs: str) -> None:
     per_epoch = int(examples) / int(batch)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    curves: dict[str, list[tuple[list[float], list[float]]]] = {}
     for spec in runs:
         name, _, path = spec.partition("=")
         valid = [r for r in map(json.loads, open(path)) if r["type"] == "valid"]
         epochs, bleu = [r["step"] / per_epoch for r in valid], [r["bleu"] for r in valid]
-        ax.plot(epochs, bleu, marker=".", label=name)
-        print(f"{name}: " + ", ".join(f"{e:.1f}:{b:.1f}" for e, b in zip(epochs, bleu)))
+        curves.setdefault(name, []).append((epochs, bleu))
+        print(f"{name} ({path}): " + ", ".join(f"{e:.1f}:{b:.1f}" for e, b in zip(epochs, bleu)))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, seeds in curves.items():
+        length = min(len(b) for _, b in seeds)
+        epochs, bleu = seeds[0][0][:length], np.array([b[:length] for _, b in seeds])
+        line, = ax.plot(epochs, bleu.mean(0), marker=".", label=f"{name} ({len(seeds)} seeds)")
+        if len(seeds) > 1:
+            ax.fill_between(epochs, bleu.min(0), bleu.max(0), color=line.get_color(), alpha=0.15)
+        print(f"{name} mean: " + ", ".join(f"{e:.1f}:{b:.1f}" for e, b in zip(epochs, bleu.mean(0))))
     ax.set_xlabel("epochs")
     ax.set_ylabel("validation BLEU")
     ax.legend()

@@ -11,8 +11,9 @@
 #          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
 #          (conditional GRU, as the paper), STEPS (default 1500) updates each, validation every 100 updates (about
 #          an epoch); test BLEU (beam 5); learning curves (validation BLEU per epoch) in bench/figures
-#   speed: training tok/s (median of the 25-step windows after step 50 of 150-step runs) and decoding sent/s (the
-#          APE test set, greedy, batch 32) of each strategy and the single-source model, in two rounds
+#   speed: in two rounds, training tok/s of each APE strategy and the single-source model (median of the 25-step
+#          windows after step 50 of 150-step runs), and decoding sent/s of the multimodal models (mmt, seed 1: the
+#          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -94,32 +95,33 @@ EOF
         -o "$run.test.de" 2>> "$run.log"
       echo "$name seed $seed: test BLEU $(nmtkit score --metric bleu -r "$dir/test.de" -i "$run.test.de" --score-only)" \
            "chrF $(nmtkit score --metric chrf -r "$dir/test.de" -i "$run.test.de" --score-only)"
-      curves+=("$name.s$seed=$run/train.jsonl")
+      curves+=("$name=$run/train.jsonl")
     done
   done
   mkdir -p "$here/figures"
   python "$here/learning_curves.py" "$here/figures/mmt_emoji_curves.png" "$(wc -l < "$dir/train.en")" 32 "${curves[@]}" ;;
 speed)
   ape_data
-  dir=$runs/ape t=$runs/ape/triplets
+  dir=$runs/ape mmt=$runs/mmt
   for round in 1 2; do
-    for name in "${ape_order[@]}"; do
+    for name in "${ape_order[@]}"; do  # training on the APE corpus
       run=$dir/speed.$name
       read -r -a extra <<< "${ape_configs[$name]}"
       rm -rf "$run"
       nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" --decoder-cell gru \
         --max-steps 150 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$run.log"
-      inputs=(-i "$t/test.src" -i "$t/test.mt"); [ "$name" = single ] && inputs=(-i "$t/test.mt")
-      nmtkit translate -m "$run/last.pt" --greedy --batch-size 32 --threads 2 "${inputs[@]}" \
-        -o "$run.test.pe" 2>> "$run.log"
-      python - "$run/train.jsonl" "$run.log" "$name" "$round" <<'EOF'
-import json, re, statistics, sys
-log, text, name, round_ = sys.argv[1:]
+      python - "$run/train.jsonl" "$name" "$round" <<'EOF2'
+import json, statistics, sys
+log, name, round_ = sys.argv[1:]
 train = [r for r in map(json.loads, open(log)) if r["type"] == "train" and r["step"] > 50]
-decoding = re.search(r"translated (\d+) lines in ([\d.]+) s \(([\d.]+) lines/s", open(text).read())
-print(f"round {round_} {name}: training {statistics.median(r['tok_per_s'] for r in train):,.0f} tok/s, "
-      f"decoding {decoding[3]} sent/s (greedy, batch 32)")
-EOF
+print(f"round {round_} training {name}: {statistics.median(r['tok_per_s'] for r in train):,.0f} tok/s")
+EOF2
+    done
+    for name in text concat flat hierarchical; do  # decoding with the trained multimodal models (mmt, seed 1)
+      features=(--features "$mmt/cnn.test.npy"); [ "$name" = text ] && features=()
+      nmtkit translate -m "$mmt/$name.s1/last.pt" --greedy --batch-size 32 --threads 2 -i "$mmt/test.en" \
+        "${features[@]}" -o "$mmt/speed.$name.de" 2> "$mmt/speed.$name.log"
+      echo "round $round decoding $name: $(grep -o 'translated .*' "$mmt/speed.$name.log")"
     done
   done ;;
 *)
