@@ -1,22 +1,18 @@
 """recipes/ape_triplets.sh end to end on a tiny corpus of numbers (three tiny MT models, real MT output, triplets),
 its resumption (a stopped training too), its --dry-run and --gpus, and its one-line errors."""
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from nmtkit.data.numbers import write_demo_corpus
+from tests.recipes.mirror import run_recipe
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "ape_triplets.sh"
 
 
 def recipe(corpus, work, *args):
-    env = {**os.environ, "CORPUS": str(corpus), "MT_SIZES": "--emb-size 8 --enc-size 8 --dec-size 8",
-           "MT_STEPS": "3", "MT_BEAM": "1", "MT_BATCH": "8", "DEVICE": "cpu",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(["bash", str(RECIPE), *args, str(work)], env=env, capture_output=True, text=True)
+    return run_recipe(RECIPE, work, *args, CORPUS=str(corpus), MT_SIZES="--emb-size 8 --enc-size 8 --dec-size 8",
+                      MT_STEPS="3", MT_BEAM="1", MT_BATCH="8", DEVICE="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -2,19 +2,14 @@
 repository's layout, a few pictures as flickr30k-images.tar.gz, VGG16 weights named by their SHA-256), served by a
 mock downloader; its --dry-run, its check of the weights and the required images."""
 import gzip
-import hashlib
 import json
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
-import torch
 
-from nmtkit.data.vgg import VGG16Features
 from tests.data.test_captions import write_images
+from tests.recipes.mirror import downloader, run_recipe, vgg16_weights
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "multi30k_mmt.sh"
 BASE = "https://example.org/multi30k/data/task1"
@@ -40,23 +35,17 @@ def mirror(tmp_path_factory):
         for lang, text in (("en", [f"a {c} {s} ." for c, s in captions]),
                            ("de", [f"ein {GERMAN[c]} {GERMAN[s]} ." for c, s in captions])):
             (root / f"{official}.{lang}.gz").write_bytes(gzip.compress("".join(t + "\n" for t in text).encode()))
-    torch.manual_seed(0)
-    torch.save(VGG16Features().state_dict(), root / "vgg16.pth")
-    digest = hashlib.sha256((root / "vgg16.pth").read_bytes()).hexdigest()[:8]
-    (root / "vgg16.pth").rename(root / f"vgg16-{digest}.pth")
-    (root / "get.sh").write_text(f'#!/bin/sh\necho "$2" >> "{root}/fetched"\ncp "{root}/$(basename "$2")" "$1"\n')
-    (root / "get.sh").chmod(0o755)
-    return root, f"https://example.org/models/vgg16-{digest}.pth"
+    downloader(root, root)
+    return root, f"https://example.org/models/{vgg16_weights(root)}"
 
 
 def recipe(mirror, work, *args, **env):
     root, weights = mirror
-    env = {**os.environ, "DOWNLOADER": str(root / "get.sh"), "MULTI30K": BASE, "VGG16_WEIGHTS": weights,
-           "FLICKR30K_IMAGES": "https://example.org/flickr30k-images.tar.gz", "CONFIGS": "text hier",
-           "IMAGE_SIZE": "32", "SIZES": "--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8", "STEPS": "3",
-           "BATCH": "8", "BEAM": "2", "VOCAB": "40", "DEVICE": "cpu",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env}
-    return subprocess.run(["bash", str(RECIPE), *args, str(work)], env=env, capture_output=True, text=True)
+    return run_recipe(RECIPE, work, *args, **{
+        "DOWNLOADER": str(root / "get.sh"), "MULTI30K": BASE, "VGG16_WEIGHTS": weights,
+        "FLICKR30K_IMAGES": "https://example.org/flickr30k-images.tar.gz", "CONFIGS": "text hier", "IMAGE_SIZE": "32",
+        "SIZES": "--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8", "STEPS": "3", "BATCH": "8", "BEAM": "2",
+        "VOCAB": "40", "DEVICE": "cpu", **env})
 
 
 def test_the_recipe_trains_the_text_baseline_and_a_row_and_prints_table_1(mirror, tmp_path):
@@ -100,10 +89,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
 
 def test_weights_that_do_not_match_their_name_stop_the_recipe(mirror, tmp_path):
     root, weights = mirror
-    (tmp_path / "get.sh").write_text(f'#!/bin/sh\ncase "$2" in *.pth) echo junk > "$1";; '
-                                     f'*) cp "{root}/$(basename "$2")" "$1";; esac\n')
-    (tmp_path / "get.sh").chmod(0o755)
-    r = recipe(mirror, tmp_path / "w", DOWNLOADER=str(tmp_path / "get.sh"))
+    r = recipe(mirror, tmp_path / "w", DOWNLOADER=str(downloader(tmp_path, root, junk=".pth")))
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("error: step 1. data failed") and "SHA-256" in last and weights in last
@@ -111,6 +97,5 @@ def test_weights_that_do_not_match_their_name_stop_the_recipe(mirror, tmp_path):
 
 
 def test_the_images_must_be_given(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "FLICKR30K_IMAGES"}
-    r = subprocess.run(["bash", str(RECIPE), str(tmp_path / "w")], env=env, capture_output=True, text=True)
+    r = run_recipe(RECIPE, tmp_path / "w", FLICKR30K_IMAGES="")
     assert r.returncode == 2 and "FLICKR30K_IMAGES" in r.stderr and not (tmp_path / "w").exists()

@@ -1,14 +1,13 @@
 """recipes/wmt16_ape.sh end to end on a tiny made-up stand-in for the WMT16 APE data (LINDAT's three archives,
 TrainDev.zip, Test.zip and test_pe.zip, served by a mock downloader), its resumption, its --dry-run and its
 checks of the downloads."""
-import os
 import random
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.recipes.mirror import downloader, run_recipe
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt16_ape.sh"
 URLS = ["https://example.org/ape/TrainDev.zip", "https://example.org/ape/Test.zip",
@@ -52,17 +51,15 @@ def mirror(tmp_path_factory):
         z.writestr("test/test.mt", lines("test", 1))
     with zipfile.ZipFile(root / "test_pe.zip", "w") as z:
         z.writestr("test.pe", lines("test", 2))
-    (root / "get.sh").write_text(f'#!/bin/sh\necho "$2" >> "{root}/fetched"\ncp "{root}/$(basename "$2")" "$1"\n')
-    (root / "get.sh").chmod(0o755)
+    downloader(root, root)
     return root
 
 
 def recipe(mirror, work, *args, **env):
-    env = {**os.environ, "DOWNLOADER": str(mirror / "get.sh"), "WMT16_APE": " ".join(URLS), "CONFIGS": "concat hier",
-           "SIZES": "--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8", "STEPS": "3", "BATCH": "8", "BEAM": "2",
-           "VOCAB": "100", "DEVICE": "cpu", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           **env}
-    return subprocess.run(["bash", str(RECIPE), *args, str(work)], env=env, capture_output=True, text=True)
+    return run_recipe(RECIPE, work, *args, **{
+        "DOWNLOADER": str(mirror / "get.sh"), "WMT16_APE": " ".join(URLS), "CONFIGS": "concat hier",
+        "SIZES": "--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8", "STEPS": "3", "BATCH": "8", "BEAM": "2",
+        "VOCAB": "100", "DEVICE": "cpu", **env})
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +137,7 @@ def test_a_missing_or_corrupt_download_stops_with_one_line(mirror, tmp_path, fau
 
 
 def test_the_data_must_be_given_and_rows_known(tmp_path):
-    r = subprocess.run(["bash", str(RECIPE), str(tmp_path / "w")], capture_output=True, text=True,
-                       env={k: v for k, v in os.environ.items() if k != "WMT16_APE"})
+    r = run_recipe(RECIPE, tmp_path / "w", WMT16_APE="")
     assert r.returncode == 2 and "WMT16_APE" in r.stderr and "LRT-1632" in r.stderr
-    r = subprocess.run(["bash", str(RECIPE), str(tmp_path / "w")], capture_output=True, text=True,
-                       env={**os.environ, "WMT16_APE": str(tmp_path), "CONFIGS": "concat flat-nope"})
+    r = run_recipe(RECIPE, tmp_path / "w", WMT16_APE=str(tmp_path), CONFIGS="concat flat-nope")
     assert r.returncode == 2 and "flat-nope" in r.stderr
