@@ -59,5 +59,8 @@ def broadcast(obj, info: DistInfo):
 
 
 def shutdown(info: DistInfo) -> None:
+    """Leave the process group once every rank is done with it: a rank that leaves while another still writes its
+    checkpoint can abort that rank's gloo threads at exit (SIGABRT after a finished run)."""
     if info.enabled and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
