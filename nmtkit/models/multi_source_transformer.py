@@ -91,6 +91,7 @@ class MultiSourceDecoderLayer(DecoderLayer):
                          memory_attention=attention, memory_sublayers=len(names) if strategy == "serial" else 1)
         self.sources = attention
         self.memory_tensors = 2 if strategy == "flat" else 2 * len(names)
+        self.memory_masks = len(names)
 
     def cross(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
               weights: bool, head: Optional[int]) -> tuple[torch.Tensor, Optional[Weights]]:

@@ -108,6 +108,7 @@ class DecoderLayer(nn.Module):
     layer replaces: several memories, with their ``masks``, each ``[B, 1, 1, S_k]``)."""
 
     memory_tensors = 2  # how many tensors :meth:`keys_values` gives (keys and values)
+    memory_masks = 1  # how many memory masks :meth:`cross` reads
 
     def __init__(self, d_model: int, heads: int, ffn_size: int, dropout: float, attention_dropout: float,
                  activation_dropout: float, pre_norm: bool, memory_attention: Optional[nn.Module] = None,
@@ -205,13 +206,10 @@ class DecoderStack(nn.Module):
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[Weights]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
         shown, updates = None, {}
-        masks, j = [], 0
-        while f"{self.prefix}mask{j}" in state:
-            masks.append(state[f"{self.prefix}mask{j}"])
-            j += 1
+        masks = tuple(state[f"{self.prefix}mask{j}"] for j in range(self.layers[0].memory_masks))
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
-            y, w, (k, v) = layer(y, tuple(state[n] for n in names), tuple(masks), cache=(state[self_k], state[self_v]),
+            y, w, (k, v) = layer(y, tuple(state[n] for n in names), masks, cache=(state[self_k], state[self_v]),
                                  weights=self._shows(i, weights), head=self.shown_head)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v
