@@ -12,9 +12,9 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-# the optional extras, so that the tests exercise them (export to CTranslate2, images)
+# the optional extras, so that the tests exercise them (export to CTranslate2, images, the documentation site)
 extras: install
-	$(PYTHON) -m pip install -e ".[test,ctranslate2,images]"
+	$(PYTHON) -m pip install -e ".[test,ctranslate2,images,docs]"
 
 test: extras cjk-font lint
 	$(PYTHON) -m pytest -q tests

@@ -1,4 +1,5 @@
-"""docs/api.md's worked example: a toy architecture from outside nmtkit trains, decodes and is tested like any model."""
+"""docs/adding-a-model.md's worked example: a toy architecture from outside nmtkit trains, decodes and is tested like
+any model. (tests/docs/test_examples.py runs the page's shell examples too.)"""
 import re
 import sys
 
@@ -11,14 +12,14 @@ from nmtkit.models import build_model
 from nmtkit.models.registry import MODELS
 from tests.conftest import TINY_MODEL, run
 
-DOCS = __import__("pathlib").Path(__file__).parents[1] / "docs" / "api.md"
+DOCS = __import__("pathlib").Path(__file__).parents[2] / "docs" / "adding-a-model.md"
 
 
 @pytest.fixture
 def toy_plugin(tmp_path, monkeypatch):
-    """The example module of docs/api.md as ``mymodels.toy_gru``, loaded through NMTKIT_PLUGINS."""
-    section = DOCS.read_text(encoding="utf-8").split("## Adding a model")[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The example module of docs/adding-a-model.md as ``mymodels.toy_gru``, loaded through NMTKIT_PLUGINS."""
+    page = DOCS.read_text(encoding="utf-8")
+    code = re.search(r"<!-- file: mymodels/toy_gru.py -->\n```python\n(.*?)```", page, re.S).group(1)
     (tmp_path / "mymodels").mkdir()
     (tmp_path / "mymodels" / "__init__.py").write_text("")
     (tmp_path / "mymodels" / "toy_gru.py").write_text(code)

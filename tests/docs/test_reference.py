@@ -1,0 +1,82 @@
+"""The reference pages keep up with the code: every subcommand has a page that names every option of its --help
+and shows an example of it, and the model catalogue has every architecture, its options and its inputs and
+outputs."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from click import Option
+
+from nmtkit.cli import main
+from nmtkit.models.registry import MODELS, model_names
+from tests.docs.markdown import DOCS, page_blocks
+
+#: the page of each subcommand (a few small commands live on the page of the command they serve)
+PAGES = {
+    "preprocess": "preprocess.md",
+    "check-corpus": "preprocess.md",
+    "train": "train.md",
+    "translate": "translate.md",
+    "caption": "caption.md",
+    "score": "score.md",
+    "replace-unk": "replace-unk.md",
+    "align": "replace-unk.md",
+    "bucket-bleu": "bucket-bleu.md",
+    "plot-attn": "plot-attn.md",
+    "average": "average.md",
+    "export": "export.md",
+    "demo-corpus": "quickstart.md",
+}
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def named(flag: str, text: str) -> bool:
+    """Whether ``flag`` (``--max-len``) appears in ``text`` as itself, not as part of a longer flag."""
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+def test_every_subcommand_has_a_page():
+    assert sorted(PAGES) == sorted(main.commands), "a subcommand without a page in PAGES, or a page of none"
+
+
+@pytest.mark.parametrize("command", sorted(PAGES))
+def test_the_page_names_every_option(command):
+    text = page(PAGES[command])
+    cmd = main.commands[command]
+    params = getattr(cmd, "base_params", cmd.params)  # train: its own options, not the last --arch's
+    flags = [max(p.opts, key=len) for p in params if isinstance(p, Option) and not p.hidden and p.name != "help"]
+    flags += [f for p in params if isinstance(p, Option) for f in p.secondary_opts]
+    missing = [f for f in flags if not named(f, text)]
+    assert not missing, f"docs/{PAGES[command]} does not mention {', '.join(missing)} of 'nmtkit {command}'"
+
+
+@pytest.mark.parametrize("command", sorted(PAGES))
+def test_the_page_shows_an_example(command):
+    commands = [c.text for b in page_blocks(f"docs/{PAGES[command]}") if b.lang == "console" for c in b.commands()]
+    assert any(re.search(rf"(^|[|;&(]\s*|\$\()nmtkit {re.escape(command)}\b", c) for c in commands), \
+        f"docs/{PAGES[command]} has no console example of 'nmtkit {command}'"
+
+
+def sections(text: str) -> dict[str, str]:
+    """The ``## `` sections of a page by heading."""
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+@pytest.mark.parametrize("arch", model_names())
+def test_the_model_catalogue_has_every_architecture_and_its_options(arch):
+    by_heading = sections(page("models.md"))
+    own = [body for heading, body in by_heading.items() if arch in re.split(r"[,\s]+", heading)]
+    assert own, f"docs/models.md has no '## ' section whose heading names {arch}"
+    missing = [o.name for o in MODELS[arch].options if f"`{o.name}`" not in own[0]]
+    assert not missing, f"docs/models.md's section of {arch} does not name its options {', '.join(missing)}"
+
+
+def test_the_model_catalogue_tables_inputs_and_outputs_of_every_architecture():
+    table = sections(page("models.md"))["Inputs and outputs"]
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
+    assert rows == set(model_names())
