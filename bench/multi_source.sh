@@ -14,15 +14,17 @@
 #   speed: in two rounds, training tok/s of each APE strategy and the single-source model (median of the 25-step
 #          windows after step 50 of 150-step runs), and decoding sent/s of the multimodal models (mmt, seed 1: the
 #          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
-# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1),
+# THREADS (default 2; 1 for two runs side by side).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
 runs=${RUNS:-$here/runs}
 what=${1:-ape}
-export OMP_NUM_THREADS=2
+threads=${THREADS:-2}
+export OMP_NUM_THREADS=$threads
 sizes=(--arch multi-source --emb-size 128 --enc-size 128 --dec-size 256 --att-size 256 --dropout 0.2
-       --batch-size 32 --optimizer adam --lr 0.001 --threads 2 --patience 0)
+       --batch-size 32 --optimizer adam --lr 0.001 --threads "$threads" --patience 0)
 declare -A ape_configs=(
   [single]="--encoders mt --combination concat" [concat]="--combination concat"
   [flat]="--combination flat" [hierarchical]="--combination hierarchical"
@@ -52,7 +54,7 @@ ape)
         --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every "${VALID_EVERY:-250}" \
         --valid-max-sentences 300 2> "$run.log"
       inputs=(-i "$t/test.src" -i "$t/test.mt"); [ "$name" = single ] && inputs=(-i "$t/test.mt")  # its one input
-      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads 2 "${inputs[@]}" \
+      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads "$threads" "${inputs[@]}" \
         -o "$run.test.pe" 2>> "$run.log"
       echo "$name seed $seed: test HTER $(ter "$run.test.pe") BLEU $(bleu "$run.test.pe")"
     done
@@ -91,7 +93,7 @@ EOF
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --seed "$seed" --max-steps "${STEPS:-1500}" --valid-every 100 2> "$run.log"
       features=(--features "$dir/cnn.test.npy"); [ "$name" = text ] && features=()  # the text-only model reads none
-      nmtkit translate -m "$run/last.pt" --beam 5 --threads 2 -i "$dir/test.en" "${features[@]}" \
+      nmtkit translate -m "$run/last.pt" --beam 5 --threads "$threads" -i "$dir/test.en" "${features[@]}" \
         -o "$run.test.de" 2>> "$run.log"
       echo "$name seed $seed: test BLEU $(nmtkit score --metric bleu -r "$dir/test.de" -i "$run.test.de" --score-only)" \
            "chrF $(nmtkit score --metric chrf -r "$dir/test.de" -i "$run.test.de" --score-only)"
@@ -119,7 +121,7 @@ EOF2
     done
     for name in text concat flat hierarchical; do  # decoding with the trained multimodal models (mmt, seed 1)
       features=(--features "$mmt/cnn.test.npy"); [ "$name" = text ] && features=()
-      nmtkit translate -m "$mmt/$name.s1/last.pt" --greedy --batch-size 32 --threads 2 -i "$mmt/test.en" \
+      nmtkit translate -m "$mmt/$name.s1/last.pt" --greedy --batch-size 32 --threads "$threads" -i "$mmt/test.en" \
         "${features[@]}" -o "$mmt/speed.$name.de" 2> "$mmt/speed.$name.log"
       echo "round $round decoding $name: $(grep -o 'translated .*' "$mmt/speed.$name.log")"
     done
