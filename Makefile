@@ -12,9 +12,10 @@ install:
 demo: install
 	bash recipes/demo.sh
 
-# the optional extras, so that the tests exercise them (export to CTranslate2, images, the documentation site)
+# the optional extras, so that the tests exercise them (export to CTranslate2, images, the documentation site,
+# the recipes' Moses tokenisation)
 extras: install
-	$(PYTHON) -m pip install -e ".[test,ctranslate2,images,docs]"
+	$(PYTHON) -m pip install -e ".[test,ctranslate2,images,docs,recipes]"
 
 test: extras cjk-font lint
 	$(PYTHON) -m pytest -q tests

@@ -22,19 +22,31 @@
 #   step COMMAND...               run COMMAND, or print it with --dry-run; a failure stops the recipe with one line
 #   fail MESSAGE                  stop the recipe with "error: step STAGE failed: MESSAGE"
 #   into FILE COMMAND...          COMMAND's standard output into FILE (atomically), skipped if FILE exists
-#   fetch SRC                     prints the local path of SRC: a local path as it is (it must exist), a URL
-#                                 downloaded once into WORKDIR/downloads with DOWNLOADER and checked (see check)
+#   fetch SRC [NAME]              prints the local path of SRC: a local path as it is (it must exist), a URL
+#                                 downloaded once into WORKDIR/downloads with DOWNLOADER and checked (see check),
+#                                 as NAME if given (for URLs whose file names are the same), else the URL's name
 #   check FILE URL                a download is not empty and, by the URL's name, a readable .zip, .tar.gz/.tgz or
-#                                 .gz, and a .pth named NAME-HASH.pth (as torchvision and torch.hub name weights)
-#                                 has a SHA-256 starting with HASH; else it is removed and the recipe stops
+#                                 .gz, a Debian package (.deb), and a .pth named NAME-HASH.pth (as torchvision and
+#                                 torch.hub name weights) has a SHA-256 starting with HASH; else it is removed and
+#                                 the recipe stops
 #   unpack ARCHIVE DIR            a .zip, .tar.gz or .tgz unpacked into DIR (through DIR.part), unless DIR exists
+#   unpacked SRC [NAME]           prints the folder where the archive SRC (fetch SRC [NAME]) is unpacked once,
+#                                 WORKDIR/unpacked/NAME (by default the archive's file name) less .zip, .tgz or
+#                                 .tar.gz; assign it (dir=$(unpacked ...)) so that a failure stops the recipe
+#   segments SGM                  the text of the <seg> lines of an SGML file (WMT test sets before 2021, NIST sets),
+#                                 one a line, spaces trimmed and collapsed, as sacrebleu reads them
+#   moses tokenize|detokenize LANG FILE
+#                                 FILE's lines through Moses' punctuation normaliser and tokenizer (no escaping of
+#                                 & < > ' " |), or its detokenizer: sacremoses, the Python port of Moses' scripts
+#   needs_python MODULE MESSAGE   stop with "error: MESSAGE" (exit code 2) unless Python can import MODULE (not
+#                                 checked with --dry-run)
 #   flickr30k_images SRC          sets images to the folder of the Flickr30k .jpg files from SRC, a folder or
 #                                 flickr30k-images.tar.gz (a local path or a URL: fetched, unpacked into WORKDIR/images)
 #   same_lines FILE...            stop unless the files have as many lines as the first
 #   train MODEL_DIR OPTION...     nmtkit train OPTION... --save-dir MODEL_DIR through launcher; skipped once
 #                                 MODEL_DIR/done exists, written when it finishes; with MODEL_DIR/last.pt (a stopped
-#                                 run) it goes on with --resume, and then '--init-from FILE' (a warm start: the first
-#                                 run's only) is left out
+#                                 run) it goes on with --resume, and then '--init-from FILE', '--init-lr' and
+#                                 '--init-optimizer' (a warm start: the first run's only) are left out
 
 # shellcheck disable=SC2034  # device, launcher, images and work are the recipes'
 device=${DEVICE:-auto}
@@ -94,6 +106,7 @@ check() {  # check FILE URL: a download is not empty, unpacks, matches its check
     *.zip) python -m zipfile -t "$1" > /dev/null 2>&1 || why="not a readable zip archive" ;;
     *.tar.gz|*.tgz) tar -tzf "$1" > /dev/null 2>&1 || why="not a readable .tar.gz archive" ;;
     *.gz) gzip -t "$1" > /dev/null 2>&1 || why="not a readable gzip file (gzip -t)" ;;
+    *.deb) [ "$(head -c 21 "$1")" = $'!<arch>\ndebian-binary' ] || why="not a Debian package (.deb)" ;;
     *.pth)
       if [[ $name =~ -([0-9a-f]{8,})\.pth$ ]]; then  # torchvision names its weights by their SHA-256's start
         hash=$(sha256sum "$1" | cut -c1-${#BASH_REMATCH[1]})
@@ -106,11 +119,11 @@ check() {  # check FILE URL: a download is not empty, unpacks, matches its check
   fail "$2: $why (removed; run again to fetch it again)"
 }
 
-fetch() {  # fetch SRC: a local path as it is, a URL downloaded once into $downloads; prints the local path
+fetch() {  # fetch SRC [NAME]: a local path as it is, a URL downloaded once into $downloads (as NAME); prints the path
   case $1 in
   http://*|https://*)
     local dest
-    dest=$downloads/$(basename "$1")
+    dest=$downloads/${2:-$(basename "$1")}
     if [ ! -e "$dest" ]; then
       [ -d "$downloads" ] || step mkdir -p "$downloads" >&2
       # shellcheck disable=SC2086  # DOWNLOADER is a command with its options
@@ -131,6 +144,39 @@ unpack() {  # unpack ARCHIVE DIR: a .zip, .tar.gz or .tgz into DIR (through DIR.
   if [[ $1 == *.zip ]]; then step python -m zipfile -e "$1" "$2.part"
   else step tar -xzf "$1" -C "$2.part"; fi
   step mv "$2.part" "$2"
+}
+
+unpacked() {  # unpacked SRC [NAME]: the archive SRC fetched (as NAME) and unpacked once; prints its folder
+  local archive name
+  archive=$(fetch "$1" "${2:-}") || exit  # (a command substitution does not inherit set -e)
+  name=${2:-$(basename "$archive")}
+  name=${name%.zip} name=${name%.tgz} name=${name%.tar.gz}
+  unpack "$archive" "$work/unpacked/$name" >&2
+  echo "$work/unpacked/$name"
+}
+
+segments() {  # segments SGM: the text of the <seg> lines, one a line (sacrebleu's reading of WMT's SGML files)
+  python -c 'import re, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    if line.startswith("<seg "):
+        print(re.sub(r"\s+", " ", re.sub(r"<seg.*?>(.*)</seg>.*?", r"\1", line).strip()))' "$1"
+}
+
+moses() {  # moses tokenize|detokenize LANG FILE: Moses' normaliser and tokenizer, or its detokenizer (sacremoses)
+  python -c 'import sys
+from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
+how, lang, path = sys.argv[1:]
+normalise, tokenise = MosesPunctNormalizer(lang=lang).normalize, MosesTokenizer(lang=lang).tokenize
+detokenise = MosesDetokenizer(lang=lang).detokenize
+for line in open(path, encoding="utf-8"):
+    if how == "tokenize":
+        print(tokenise(normalise(line.strip()), escape=False, return_str=True))
+    else:
+        print(detokenise(line.split()))' "$@"
+}
+
+needs_python() {  # needs_python MODULE MESSAGE: a Python module the recipe needs
+  [ "$dry" = 1 ] || python -c "import $1" 2> /dev/null || { echo "error: $2" >&2; exit 2; }
 }
 
 flickr30k_images() {  # flickr30k_images SRC: sets images to the folder of the images, SRC fetched and unpacked
@@ -158,7 +204,11 @@ train() {  # train MODEL_DIR OPTION...: a training that resumes, and says when i
   if [ -f "$model/last.pt" ]; then  # a run that was stopped goes on where it was
     resume=(--resume)
     while [ $# -gt 0 ]; do
-      if [ "$1" = --init-from ]; then shift $(( $# > 1 ? 2 : 1 )); else args+=("$1"); shift; fi
+      case $1 in
+      --init-from) shift $(( $# > 1 ? 2 : 1 )) ;;
+      --init-lr|--init-optimizer) shift ;;
+      *) args+=("$1"); shift ;;
+      esac
     done
   else
     args=("$@")

@@ -70,12 +70,47 @@ def test_fetch_downloads_once_through_a_part_file_and_refuses_a_bad_download(tmp
 
 def test_train_resumes_a_stopped_run_without_its_warm_start_and_skips_a_finished_one(tmp_path):
     model = tmp_path / "w" / "m"
-    body = 'train "$work/m" --data d --init-from base.pt --lr 1'
+    body = 'train "$work/m" --data d --init-from base.pt --init-lr --lr 1 --init-optimizer'
     fresh = script(tmp_path, body, "--dry-run").stdout.splitlines()
-    assert fresh == [f"nmtkit train --data d --init-from base.pt --lr 1 --save-dir {model} ", f"touch {model}/done "]
+    assert fresh == [f"nmtkit train --data d --init-from base.pt --init-lr --lr 1 --init-optimizer --save-dir {model} ",
+                     f"touch {model}/done "]
     model.mkdir(parents=True)
     (model / "last.pt").write_text("")
     stopped = script(tmp_path, body, "--dry-run", "--gpus", "1").stdout.splitlines()
     assert stopped[0] == f"torchrun --nproc-per-node 1 -m nmtkit train --data d --lr 1 --save-dir {model} --resume "
     (model / "done").write_text("")
     assert script(tmp_path, body, "--dry-run").stdout == ""
+
+
+def test_unpacked_fetches_an_archive_as_its_name_and_unpacks_it_once(tmp_path):
+    served = tmp_path / "served"
+    (served / "a").mkdir(parents=True)
+    (served / "a" / "inside.txt").write_text("x\n")
+    subprocess.run(["tar", "-czf", str(served / "test.tgz"), "-C", str(served / "a"), "inside.txt"], check=True)
+    get = tmp_path / "get.sh"
+    get.write_text(f'#!/bin/sh\necho "$2" >> "{tmp_path}/log"\ncp "{served}/test.tgz" "$1"\n')
+    get.chmod(0o755)
+    body = ('for i in 1 2; do dir=$(unpacked https://x.org/15/test.tgz wmt15-test.tgz); cat "$dir/inside.txt"; done\n'
+            'dir=$(unpacked https://x.org/16/test.tgz); echo "$dir"\nstage s\ndir=$(unpacked /no/such.tgz)\necho after')
+    r = script(tmp_path, body, DOWNLOADER=str(get))
+    assert r.returncode == 1 and r.stdout.splitlines() == ["x", "x", f"{tmp_path}/w/unpacked/test"]
+    assert (tmp_path / "log").read_text().split() == ["https://x.org/15/test.tgz", "https://x.org/16/test.tgz"]
+    assert sorted(p.name for p in (tmp_path / "w" / "downloads").iterdir()) == ["test.tgz", "wmt15-test.tgz"]
+    assert (tmp_path / "w" / "unpacked" / "wmt15-test" / "inside.txt").exists()
+    assert r.stderr.splitlines()[-1] == "error: step s failed: /no/such.tgz: no such file or folder"
+
+
+def test_segments_reads_the_text_of_an_sgml_test_set_as_sacrebleu_does(tmp_path):
+    (tmp_path / "t.sgm").write_text('<srcset setid="x">\n<doc docid="1">\n<seg id="1"> A  b  </seg>\n'
+                                    "<seg id=2>c &amp; d</seg>\n</doc>\n</srcset>\n")
+    assert script(tmp_path, f'segments "{tmp_path}/t.sgm"').stdout == "A b\nc &amp; d\n"
+
+
+def test_moses_tokenises_without_escaping_and_detokenises_and_needs_python_says_what_is_missing(tmp_path):
+    (tmp_path / "raw").write_text('He said: "it\'s 5,000 km & more."\n')
+    (tmp_path / "tok").write_text('He said : " it \'s 5,000 km & more . "\n')
+    r = script(tmp_path, f'moses tokenize en "{tmp_path}/raw"\nmoses detokenize en "{tmp_path}/tok"')
+    assert r.stdout.splitlines() == ['He said : " it \'s 5,000 km & more . "', 'He said: "it\'s 5,000 km & more."']
+    r = script(tmp_path, "needs_python json ok\nneeds_python no_such_module 'no_such_module: pip install it'")
+    assert r.returncode == 2 and r.stderr == "error: no_such_module: pip install it\n"
+    assert script(tmp_path, "needs_python no_such_module nope", "--dry-run").returncode == 0
