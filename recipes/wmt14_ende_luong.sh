@@ -7,6 +7,8 @@
 # 19.0 / 20.9). The data as the authors published it (Stanford NMT page): WMT'14 training data, 4.5M pairs,
 # tokenised (compound hyphens split as "##AT##-##AT##"), their 50,000-word vocabularies, newstest2013 to validate,
 # newstest2014 (2,737 sentences) to test and their dictionary for the <unk> replacement.
+# The project's copy of the paper (../shared/papers/global-local-attention.md) has no experiments section: these
+# settings and the Table 4 numbers printed beside ours are from the published paper (arXiv:1508.04025).
 #
 # Steps: the data, every source sentence reversed (Table 1's "reverse"); a corpus of pairs of at most 50 words with
 # the authors' vocabularies; per variant (VARIANTS), 8 epochs of SGD at 1.0 (recipes/configs/wmt14_ende_luong.yaml)
