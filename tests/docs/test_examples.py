@@ -15,9 +15,9 @@ How they run:
   ``-k translate`` works alone.
 - Each page's console blocks run in one bash (``set -o pipefail``), so ``export`` and files carry over from block
   to block; a command must exit with 0 and print the output lines its block shows.
-- ``nmtkit`` is the command line of this checkout, served by :mod:`tests.docs.shell_server` (torch is imported
+- ``nmtkit`` is the command line of this checkout, served by :mod:`tests.nmtkit_server` (torch is imported
   once, not per command). The one substitution: every ``nmtkit train`` gets
-  :data:`tests.docs.shell_server.TRAIN_LIMITS` appended (``--max-steps 4 --valid-every 2 --valid-max-sentences 4
+  :data:`tests.nmtkit_server.TRAIN_LIMITS` appended (``--max-steps 4 --valid-every 2 --valid-max-sentences 4
   --save-every 0``; the last value of an option wins), so that training examples written for real runs
   (``--max-time 60``) stop after four updates. Nothing else is rewritten: ``python -m nmtkit`` under ``torchrun``
   runs as written, so such an example must be cheap itself (distributed.md's has ``--max-steps 6``).
@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.markdown import ROOT, Block, Command, all_pages, blocks, page_blocks, problems
-from tests.docs.shell_server import client_script
+from tests.nmtkit_server import TRAIN_LIMITS, NmtkitServer
 
 PAGES = all_pages()
 RUN_TIMEOUT = 300  # seconds for one page
@@ -57,18 +57,11 @@ class Guide:
     """The shared work folder, the nmtkit server, and which pages have run."""
 
     def __init__(self, tmp: Path):
-        self.work, self.bin = tmp / "work", tmp / "bin"
+        self.work = tmp / "work"
         self.work.mkdir()
-        self.bin.mkdir()
-        socket_path = str(tmp / "nmtkit.sock")
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.server = subprocess.Popen([sys.executable, "-m", "tests.docs.shell_server", socket_path], cwd=ROOT,
-                                       env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        ready = self.server.stdout.readline().strip()
-        assert ready == "ready", f"the nmtkit server did not start ({ready!r})"
-        client = self.bin / "nmtkit"
-        client.write_text(client_script(socket_path))
-        client.chmod(0o755)
+        self.server = NmtkitServer(tmp, tuple(TRAIN_LIMITS), env)
+        self.bin = self.server.bin
         # the examples' python and torchrun are this interpreter's; their nmtkit is the server's
         path = os.pathsep.join([str(self.bin), str(Path(sys.executable).parent), os.environ["PATH"]])
         self.env = {**env, "PATH": path, "HOME": str(tmp),
@@ -76,8 +69,7 @@ class Guide:
         self.results: dict[str, str] = {}  # page -> "" (passed) or why it failed
 
     def close(self) -> None:
-        self.server.terminate()
-        self.server.wait(10)
+        self.server.close()
 
     def run_through(self, page: str) -> str:
         """Run the pages up to ``page`` that have not run; why ``page`` failed ("" if it passed)."""

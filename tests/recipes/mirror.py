@@ -1,21 +1,40 @@
 """What the recipe tests share: running a recipe as a user would, and a fake mirror serving its downloads."""
+import atexit
 import hashlib
 import io
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import torch
 
 from nmtkit.data.vgg import VGG16Features
+from tests.nmtkit_server import NmtkitServer
+
+_server: list[NmtkitServer] = []  # the one server of this test process, started by the first recipe run
+
+
+def nmtkit_bin() -> Path:
+    """The folder of an ``nmtkit`` served by :class:`tests.nmtkit_server.NmtkitServer` (torch imported once for
+    every recipe command of the session, not once per command); stopped when the tests end."""
+    if not _server:
+        folder = Path(tempfile.mkdtemp(prefix="nmtkit-server-"))
+        _server.append(NmtkitServer(folder, env={**os.environ, "OMP_NUM_THREADS": "1"}))
+        atexit.register(shutil.rmtree, folder, True)
+        atexit.register(_server[0].close)
+    return _server[0].bin
 
 
 def run_recipe(script: Path, work: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    """``bash SCRIPT ARGS... WORK`` with this Python's ``nmtkit`` first on the PATH and ``env`` added."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env}
+    """``bash SCRIPT ARGS... WORK`` with this checkout's ``nmtkit`` (served) and this Python first on the PATH, and
+    ``env`` added."""
+    path = os.pathsep.join([str(nmtkit_bin()), str(Path(sys.executable).parent), os.environ["PATH"]])
+    env = {**os.environ, "PATH": path, **env}
     return subprocess.run(["bash", str(script), *args, str(work)], env=env, capture_output=True, text=True)
 
 

@@ -1,15 +1,14 @@
-"""The doc test harness's ``nmtkit``: one server process imports nmtkit (and torch) once, and every ``nmtkit ...``
-that a documentation example runs is a small client that hands the server its arguments, environment, folder and
-standard streams; the server forks a child that runs nmtkit's real command line (``nmtkit.cli.main``) on them, with
-those streams as its file descriptors 0, 1 and 2, and sends back its exit code. A command costs milliseconds instead
-of the two seconds of importing torch, so every example of the docs runs within the harness's time budget, pipes,
-redirections and exit codes as in a shell.
+"""The tests' ``nmtkit`` for shell scripts (the docs' examples, the recipes): one server process imports nmtkit (and
+torch) once, and every ``nmtkit ...`` that a script runs is a small client that hands the server its arguments,
+environment, folder and standard streams; the server forks a child that runs nmtkit's real command line
+(``nmtkit.cli.main``) on them, with those streams as its file descriptors 0, 1 and 2, and sends back its exit code.
+A command costs milliseconds instead of the two seconds of importing torch, with pipes, redirections and exit codes
+as in a shell.
 
-Run as ``python -m tests.docs.shell_server SOCKET`` (it prints ``ready`` once it listens); :func:`client_script`
-is the ``nmtkit`` executable the harness puts first on the examples' PATH.
-
-The one change to a command: ``nmtkit train`` gets :data:`TRAIN_LIMITS` appended (the last value of an option
-wins), so that every training example stops after a few updates. The docs show the real commands.
+:class:`NmtkitServer` starts one and writes the client as ``BIN/nmtkit``; put BIN first on the scripts' PATH.
+Run alone as ``python -m tests.nmtkit_server SOCKET [OPTION...]`` (it prints ``ready`` once it listens): the OPTIONs
+are appended to every ``nmtkit train`` (the last value of an option wins), which the doc harness uses to stop every
+training example after a few updates (:data:`TRAIN_LIMITS`).
 """
 from __future__ import annotations
 
@@ -18,11 +17,34 @@ import os
 import resource
 import signal
 import socket
+import subprocess
 import sys
 import traceback
+from pathlib import Path
 
-#: appended to every ``nmtkit train`` that an example runs: a few updates, one validation on a few sentences
+#: what the doc harness appends to every ``nmtkit train``: a few updates, one validation on a few sentences
 TRAIN_LIMITS = ["--max-steps", "4", "--valid-every", "2", "--valid-max-sentences", "4", "--save-every", "0"]
+
+
+class NmtkitServer:
+    """A running server and its client, ``bin/nmtkit``, in ``folder``; ``train_args`` go after every train."""
+
+    def __init__(self, folder: Path, train_args: tuple[str, ...] = (), env: dict | None = None):
+        self.bin = folder / "bin"
+        self.bin.mkdir(parents=True)
+        socket_path = str(folder / "nmtkit.sock")
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.nmtkit_server", socket_path, *train_args],
+                                        cwd=Path(__file__).parents[1], env=env, stdout=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, text=True)
+        ready = self.process.stdout.readline().strip() if self.process.stdout else ""
+        assert ready == "ready", f"the nmtkit server did not start ({ready!r})"
+        client = self.bin / "nmtkit"
+        client.write_text(client_script(socket_path))
+        client.chmod(0o755)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
 
 
 def client_script(server: str) -> str:
@@ -54,7 +76,7 @@ def _request(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data), fds
 
 
-def _child(conn: socket.socket) -> None:
+def _child(conn: socket.socket, train_args: list[str]) -> None:
     """Run one command in this forked process, send its exit code and exit."""
     code = 1
     try:
@@ -71,7 +93,7 @@ def _child(conn: socket.socket) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         args = list(request["argv"])
         if args[:1] == ["train"] and not {"-h", "--help"} & set(args):
-            args += TRAIN_LIMITS
+            args += train_args
         from nmtkit.cli import main
 
         try:
@@ -112,7 +134,7 @@ def _stop(signum, frame) -> None:
     os._exit(0)
 
 
-def serve(path: str) -> None:
+def serve(path: str, train_args: list[str]) -> None:
     # what the commands import, once: torch, h5py, sacrebleu, sentencepiece, matplotlib and nmtkit's modules
     import matplotlib
 
@@ -139,9 +161,9 @@ def serve(path: str) -> None:
         conn, _ = server.accept()
         if os.fork() == 0:
             server.close()
-            _child(conn)
+            _child(conn, train_args)
         conn.close()
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], sys.argv[2:])
