@@ -59,6 +59,11 @@ def vgg16_weights(folder: Path) -> str:
     return f"vgg16-{digest}.pth"
 
 
+def lines(texts: list) -> str:
+    """``texts`` as the lines of a text file."""
+    return "".join(t + "\n" for t in texts)
+
+
 def tgz(path: Path, files: dict) -> Path:
     """A gzipped tar archive at ``path`` holding ``files`` (member name: text or bytes), as the WMT archives are."""
     with tarfile.open(path, "w:gz") as tar:

@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.recipes.mirror import WORDS, run_recipe
+from tests.recipes.mirror import WORDS, lines, run_recipe
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "nist_zhen.sh"
 CHINESE = dict(zip(sorted(WORDS), "这 房子 是 小 一 猫 看见 绿 狗 大 和 红".split()))
 TINY = "--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8 --readout-size 8 --max-steps 2 --valid-every 2"
-
-
-def lines(texts):
-    return "".join(t + "\n" for t in texts)
 
 
 def pairs(rng, n):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.recipes.mirror import downloader, parallel, run_recipe, sgm, tgz
+from tests.recipes.mirror import downloader, lines, parallel, run_recipe, sgm, tgz
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt14_ende.sh"
 URLS = ["http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
@@ -17,10 +17,6 @@ URLS = ["http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
         "http://www.statmt.org/wmt14/test-full.tgz"]
 TINY = ("--emb-size 8 --enc-size 8 --dec-size 8 --att-size 8 --readout-size 8 --max-steps 2 --valid-every 2 "
         "--batch-size 8")
-
-
-def lines(texts):
-    return "".join(t + "\n" for t in texts)
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.recipes.mirror import WORDS, downloader, parallel, run_recipe
+from tests.recipes.mirror import WORDS, downloader, lines, parallel, run_recipe
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt14_ende_luong.sh"
 BASE = "https://nlp.stanford.edu/projects/nmt/data/wmt14.en-de"
 FILES = ["train.en", "train.de", "newstest2013.en", "newstest2013.de", "newstest2014.en", "newstest2014.de",
          "vocab.50K.en", "vocab.50K.de", "dict.en-de"]
 TINY = "--layers 1 --emb-size 8 --enc-size 8 --dec-size 8 --max-steps 2 --valid-every 2 --batch-size 8"
-
-
-def lines(texts):
-    return "".join(t + "\n" for t in texts)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.recipes.mirror import parallel, run_recipe, tgz
+from tests.recipes.mirror import lines, parallel, run_recipe, tgz
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt14_enfr.sh"
 LIUM = "http://www-lium.univ-lemans.fr/~schwenk/cslm_joint_paper/data"
 PARTS = ["ep7_pc45", "nc9", "dev08_11", "crawl", "ccb2_pc30", "un2000_pc34"]
-
-
-def lines(texts):
-    return "".join(t + "\n" for t in texts)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.recipes.mirror import parallel, run_recipe, sgm, tgz, url_downloader
+from tests.recipes.mirror import lines, parallel, run_recipe, sgm, tgz, url_downloader
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt_ende_bitatt.sh"
 URLS = ["http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
@@ -18,10 +18,6 @@ URLS = ["http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
         "http://www.statmt.org/wmt15/test.tgz"]
 TINY = ("--d-model 8 --ffn-size 16 --heads 2 --enc-layers 1 --dec-layers 1 --max-steps 2 --valid-every 1 "
         "--warmup-steps 1 --batch-size 8")
-
-
-def lines(texts):
-    return "".join(t + "\n" for t in texts)
 
 
 @pytest.fixture(scope="module")
