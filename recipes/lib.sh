@@ -38,6 +38,11 @@
 #   moses tokenize|detokenize LANG FILE
 #                                 FILE's lines through Moses' punctuation normaliser and tokenizer (no escaping of
 #                                 & < > ' " |), or its detokenizer: sacremoses, the Python port of Moses' scripts
+#   translate_unk_score NAME MODEL SRC REF DICT OUT SCORES
+#                                 the paper recipes' evaluation: SRC translated by MODEL (beam BEAM, default 12)
+#                                 into OUT/NAME.test.EXT with its attention (OUT/NAME.att.h5), <unk> replaced from the
+#                                 lexical table DICT (OUT/NAME.test.unk.EXT), tokenised BLEU of both against REF and
+#                                 REF's perplexity into SCORES/NAME.{test,test.unk}.bleu and SCORES/NAME.ppl (EXT: REF's)
 #   needs_python MODULE MESSAGE   stop with "error: MESSAGE" (exit code 2) unless Python can import MODULE (not
 #                                 checked with --dry-run)
 #   flickr30k_images SRC          sets images to the folder of the Flickr30k .jpg files from SRC, a folder or
@@ -173,6 +178,20 @@ for line in open(path, encoding="utf-8"):
         print(tokenise(normalise(line.strip()), escape=False, return_str=True))
     else:
         print(detokenise(line.split()))' "$@"
+}
+
+translate_unk_score() {  # translate_unk_score NAME MODEL SRC REF DICT OUT SCORES (see the header)
+  local name=$1 model=$2 src=$3 ref=$4 dict=$5 out=$6 scores=$7 ext hyp
+  ext=${ref##*.}
+  [ -e "$out/$name.test.$ext" ] || step nmtkit translate -m "$model" --beam "${BEAM:-12}" --device "$device" \
+    --attention-out "$out/$name.att.h5" -i "$src" -o "$out/$name.test.$ext"
+  into "$out/$name.test.unk.$ext" nmtkit replace-unk --src "$src" --attention "$out/$name.att.h5" --dict "$dict" \
+    -i "$out/$name.test.$ext"
+  for hyp in test test.unk; do
+    into "$scores/$name.$hyp.bleu" nmtkit score --metric bleu --tokenize none -r "$ref" -i "$out/$name.$hyp.$ext" \
+      --score-only
+  done
+  into "$scores/$name.ppl" nmtkit score --metric ppl -m "$model" --src "$src" -r "$ref" --score-only
 }
 
 needs_python() {  # needs_python MODULE MESSAGE: a Python module the recipe needs

@@ -95,16 +95,7 @@ out=$work/out scores=$work/scores
 for dir in "$out" "$scores"; do [ -d "$dir" ] || step mkdir -p "$dir"; done
 for name in "${variants[@]}"; do
   stage "4. translate newstest2014, replace <unk>, score: $name"
-  [ -e "$out/$name.test.de" ] || step nmtkit translate -m "${final[$name]}" --beam "${BEAM:-12}" \
-    --device "$device" --attention-out "$out/$name.att.h5" -i "$text/test.en" -o "$out/$name.test.de"
-  into "$out/$name.test.unk.de" nmtkit replace-unk --src "$text/test.en" --attention "$out/$name.att.h5" \
-    --dict "${file[dict.en-de]}" -i "$out/$name.test.de"
-  for hyp in test test.unk; do
-    into "$scores/$name.$hyp.bleu" nmtkit score --metric bleu --tokenize none -r "$text/test.de" \
-      -i "$out/$name.$hyp.de" --score-only
-  done
-  into "$scores/$name.ppl" nmtkit score --metric ppl -m "${final[$name]}" --src "$text/test.en" \
-    -r "$text/test.de" --score-only
+  translate_unk_score "$name" "${final[$name]}" "$text/test.en" "$text/test.de" "${file[dict.en-de]}" "$out" "$scores"
 done
 [ "$dry" = 1 ] && exit 0
 

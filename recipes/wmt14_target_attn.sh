@@ -10,11 +10,12 @@
 #   4. target attention warm-started from it (recipes/configs/wmt14_target_attn.yaml: SGD from 0.4, halved when the
 #      dev BLEU drops, gradients clipped at CLIP), then, once halving no longer helps, the best model trained on
 #      with the embeddings frozen, from the learning rate it had reached, for up to three more days (§3.1);
-#   5. newstest2014 translated by both with beam BEAM (12, §3.1), the attention kept;
-#   6. <unk> replaced by the translation of the most attended source word (§3.2: a lexical table learned on the
-#      training data with fast_align's model, nmtkit align);
-#   7. tokenised case-sensitive BLEU (multi-bleu.perl's: sacrebleu with --tokenize none) with and without the
-#      replacement, the perplexity of the references (Eq. 13), BLEU by source length against RNNsearch (Fig. 2);
+#   5. a lexical table of the training data for the <unk> replacement of §3.2 (fast_align's model, nmtkit align);
+#   6. newstest2014 translated by both with beam BEAM (12, §3.1), the attention kept, <unk> replaced by the
+#      translation of the most attended source word, tokenised case-sensitive BLEU (multi-bleu.perl's: sacrebleu
+#      with --tokenize none) with and without the replacement and the perplexity of the references (Eq. 13): lib.sh's
+#      translate_unk_score;
+#   7. BLEU by source length against RNNsearch (Fig. 2);
 #      prints Table 1's column for the pair (PAPER: "RNNSEARCH-BLEU TATT-BLEU TATT-BLEU-WITH-UNK-REPLACEMENT
 #      RNNSEARCH-PPL TATT-PPL", "-" where the paper gives none) beside this run's numbers.
 # Settings (besides the pair's): BEAM (12); OVERRIDES, options added to every training after the config (e.g.
@@ -57,28 +58,13 @@ target_attn_experiment() {  # target_attn_experiment TGT VOCAB CLIP "PAPER": sta
 
   declare -A model=([rnnsearch]=$models/rnnsearch/best.pt [target-attn]=$models/target-attn-frozen/best.pt)
   for dir in "$out" "$scores"; do [ -d "$dir" ] || step mkdir -p "$dir"; done
-  for name in rnnsearch target-attn; do
-    stage "5. translate newstest2014: $name (beam ${BEAM:-12})"
-    [ -e "$out/$name.test.$tgt" ] || step nmtkit translate -m "${model[$name]}" --beam "${BEAM:-12}" \
-      --device "$device" --attention-out "$out/$name.att.h5" -i "$text/test.en" -o "$out/$name.test.$tgt"
-  done
-
-  stage "6. replace <unk>: a lexical table of the training data, the most attended source word"
+  stage "5. a lexical table of the training data for <unk> replacement (fast_align's model, nmtkit align)"
   into "$work/lex.tsv" nmtkit align --src "$text/train.en" --tgt "$text/train.$tgt"
   for name in rnnsearch target-attn; do
-    into "$out/$name.test.unk.$tgt" nmtkit replace-unk --src "$text/test.en" --attention "$out/$name.att.h5" \
-      --dict "$work/lex.tsv" -i "$out/$name.test.$tgt"
+    stage "6. newstest2014: translation by $name (beam ${BEAM:-12}), <unk> replacement, tokenised BLEU, perplexity"
+    translate_unk_score "$name" "${model[$name]}" "$text/test.en" "$text/test.$tgt" "$work/lex.tsv" "$out" "$scores"
   done
-
-  stage "7. score: tokenised case-sensitive BLEU, perplexity, BLEU by source length"
-  for name in rnnsearch target-attn; do
-    for hyp in test test.unk; do
-      into "$scores/$name.$hyp.bleu" nmtkit score --metric bleu --tokenize none -r "$text/test.$tgt" \
-        -i "$out/$name.$hyp.$tgt" --score-only
-    done
-    into "$scores/$name.ppl" nmtkit score --metric ppl -m "${model[$name]}" --src "$text/test.en" \
-      -r "$text/test.$tgt" --score-only
-  done
+  stage "7. BLEU by source length"
   into "$scores/fig2.txt" nmtkit bucket-bleu --src "$text/test.en" --ref "$text/test.$tgt" --bleu-tokenize none \
     --hyp "rnnsearch=$out/rnnsearch.test.$tgt" --hyp "target-attn=$out/target-attn.test.$tgt" \
     --csv "$scores/fig2.csv" --plot "$scores/fig2.png" --title "BLEU by source length, newstest2014 en-$tgt"
