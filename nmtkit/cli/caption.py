@@ -32,7 +32,7 @@ def command(input_path, cnn_weights, features, **options):
         if input_path:
             raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
         given = FeatureSource(load_features(features, f"--features {features}"))
-        decode(lambda loaded, name: given, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
+        decode(lambda loaded, path, name: given, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
         return
-    decode(lambda loaded, name: image_source(loaded, options["model_path"], cnn_weights, name),
+    decode(lambda loaded, path, name: image_source(loaded, path, cnn_weights, name),
            input_paths=(input_path,) if input_path else (), chunk_size=256, verbs=verbs, **options)

@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 
 #: the options of every command that decodes lines with a model (``translate``, ``caption``)
 DECODING_OPTIONS = [
-    click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False), help="checkpoint (best.pt)"),
+    click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+                 help="checkpoint (best.pt); several -m: an ensemble, their log-probabilities averaged at each step"),
+    click.option("--weights", type=str, metavar="W1,W2,...",
+                 help="an ensemble's weights, one per -m, normalised to sum to 1 [default: equal]"),
+    click.option("--attention-model", type=Checked(int, POSITIVE), default=1, show_default=True,
+                 help="with --attention-out and an ensemble: the model (1 = the first -m) whose attention is written"),
     click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
                  help="output file, written atomically [default: stdout]"),
     click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
@@ -88,8 +93,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
     texts = []
 
-    def source(loaded, name):
-        loaded.model.choose_attention(attention_layer, attention_head)
+    def source(loaded, model_path, name):
         inputs = read_inputs(loaded, bool(features))
         if not fields and (len(input_paths) > 1 or len(inputs) > 1):
             check_input_count(loaded, len(input_paths), "-i", ", or their TAB-separated fields with --fields",
@@ -102,12 +106,13 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
 
             count = count_lines(input_paths[0]) if input_paths else None
             rows = FeatureSource(load_features(features, f"--features {features}", count), name=features)
-        made = model_sources(loaded, options["model_path"], names, max_input_len, cnn_weights, rows)
-        texts.extend(s for s in made.sources.values() if isinstance(s, TextSource))
+        made = model_sources(loaded, model_path, names, max_input_len, cnn_weights, rows)
+        texts.append([s for s in made.sources.values() if isinstance(s, TextSource)])
         return made
 
-    decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b, **options)
-    truncated = sum(s.truncated for s in texts)
+    decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b,
+           attention_choice=(attention_layer, attention_head), **options)
+    truncated = sum(s.truncated for s in texts[0])  # the first model's segmentation
     if truncated:
         log(f"{truncated} line(s) truncated to {max_input_len} tokens")
 
@@ -146,15 +151,27 @@ def post_edits(loaded: LoadedModel) -> Optional[PostProcess]:
     return lambda index, fields, ops: apply_edits(line_text(index, fields[k]), ops)
 
 
-def decode(make_source, model_path, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
-           attention_out, device, precision, threads, flush, max_len_a=1.5, max_len_b=10, chunk_size=10_000,
-           verbs=("translating", "translated"), lines=None, fields=False):
+def parse_weights(text: Optional[str]) -> Optional[list[float]]:
+    """``--weights``: numbers separated by commas or spaces."""
+    if not text:
+        return None
+    try:
+        return [float(w) for w in text.replace(",", " ").split()]
+    except ValueError:
+        raise NmtkitError(f"--weights: expects numbers separated by commas, got {text!r}", exit_code=2) from None
+
+
+def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
+           attention_out, device, precision, threads, flush, weights=None, attention_model=1, max_len_a=1.5,
+           max_len_b=10, chunk_size=10_000, verbs=("translating", "translated"), lines=None, fields=False,
+           attention_choice=(None, None)):
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
-    the TAB-separated fields of one input's lines) with a checkpoint, one output line (or ``n_best``) per input
-    line; ``make_source(loaded, name)`` gives the :class:`~nmtkit.search.sources.Source` (or
-    :class:`~nmtkit.search.sources.StreamSources`) that turns lines into the model's inputs (``lines``, if given,
-    are read instead of the input); ``verbs`` name the work in progress and done. Returns the source; raises an
-    error naming the unusable lines once everything is written."""
+    the TAB-separated fields of one input's lines) with a checkpoint, or an ensemble of several, one output line
+    (or ``n_best``) per input line; ``make_source(loaded, model_path, name)`` gives the
+    :class:`~nmtkit.search.sources.Source` (or :class:`~nmtkit.search.sources.StreamSources`) that turns lines into
+    a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
+    whose attention is written; ``verbs`` name the work in progress and done. Returns the source; raises an error
+    naming the unusable lines once everything is written."""
     import torch
 
     from nmtkit.data.text import open_output
@@ -173,17 +190,31 @@ def decode(make_source, model_path, input_paths, output_path, beam, greedy, n_be
         check_same_length(input_paths)
     if threads > 0:
         torch.set_num_threads(threads)
+    if attention_model > len(model_paths):
+        raise NmtkitError(f"--attention-model: expects 1 to {len(model_paths)} (one per -m), got {attention_model}",
+                          exit_code=2)
+    given = parse_weights(weights)
+    if given and len(model_paths) == 1:
+        raise NmtkitError("--weights: weighs the models of an ensemble (several -m); got one model", exit_code=2)
     dev = pick_device(device)
-    loaded = load_model(model_path, dev)
     name = " + ".join(input_paths) or "<stdin>"
-    source = make_source(loaded, name)
+    members = [load_model(path, dev) for path in model_paths]
+    sources = [make_source(member, path, name) for member, path in zip(members, model_paths)]
+    if len(members) == 1:
+        loaded, source = members[0], sources[0]
+    else:
+        from nmtkit.search.ensemble import ensemble_of, ensemble_sources
+
+        loaded = ensemble_of(members, model_paths, given, attention_model - 1)
+        source = ensemble_sources(sources, loaded.model)
+    loaded.model.choose_attention(*attention_choice)
     model, arithmetic = for_inference(loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
-        writer = open_attention(attention_out, arch=loaded.config["arch"], model=str(model_path), input=name,
+        writer = open_attention(attention_out, arch=loaded.config["arch"], model=" + ".join(model_paths), input=name,
                                 inputs=list(loaded.model.inputs))
         translator = Translator(model, source, loaded.tgt_vocab, opts, dev, chunk_size=1 if interactive else chunk_size,
                                 attention_out=writer, postprocess=post_edits(loaded))

@@ -12,6 +12,7 @@ from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.beam import beam_search
+from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
@@ -99,11 +100,11 @@ class Translator:
     is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written.
     """
 
-    def __init__(self, model: Seq2Seq, source: Union[Source, StreamSources], tgt_vocab: Vocab, opts: SearchOptions,
+    def __init__(self, model: Seq2Seq, source: Union[Source, StreamSources, EnsembleSources], tgt_vocab: Vocab, opts: SearchOptions,
                  device: torch.device, chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None,
                  postprocess: Optional[PostProcess] = None):
         self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
-        self.inputs = source if isinstance(source, StreamSources) else StreamSources([source])
+        self.inputs = source if isinstance(source, (StreamSources, EnsembleSources)) else StreamSources([source])
         self.opts = replace(opts, attention=True) if attention_out else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
         self.postprocess = postprocess

@@ -44,6 +44,15 @@ def test_one_caption_per_line_with_empty_and_unreadable_images(captioner, tmp_pa
         assert abs(weights.sum(1) - 1).max() < 1e-5
 
 
+def test_an_ensemble_of_two_copies_captions_as_one_model(captioner):
+    images = (captioner / "corpus" / "test.images").read_text().split()
+    model = captioner / "run" / "best.pt"
+    one = run(["caption", "-m", model, "--beam", 3, "--n-best", 2], input="\n".join(images)).stdout
+    two = run(["caption", "-m", model, "-m", model, "--beam", 3, "--n-best", 2], input="\n".join(images)).stdout
+    assert [line.rsplit(" ||| ", 1)[0] for line in one.splitlines()] == \
+        [line.rsplit(" ||| ", 1)[0] for line in two.splitlines()] and len(one.splitlines()) == 2 * len(images)
+
+
 def test_the_cnn_weights_are_found_again_and_checked(captioner, tmp_path):
     images = (captioner / "corpus" / "test.images").read_text()
     model = captioner / "run" / "best.pt"

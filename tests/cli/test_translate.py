@@ -97,6 +97,41 @@ def test_attention_layers_and_heads_are_for_models_that_have_them(trained_ckpt, 
     assert r.exit_code == 2 and "RNNSearch has one attention to give" in r.stderr and not (tmp_path / "a.h5").exists()
 
 
+def test_an_ensemble_of_two_copies_translates_as_one_model(trained_ckpt, text_dir, tmp_path):
+    one = run(["translate", "-m", trained_ckpt, "--beam", 3, "--n-best", 2, "-i", text_dir / "test.en"]).stdout
+    two = run(["translate", "-m", trained_ckpt, "-m", trained_ckpt, "--weights", "2,1", "--beam", 3, "--n-best", 2,
+               "-i", text_dir / "test.en"]).stdout
+    rows = [[line.split(" ||| ") for line in out.splitlines()] for out in (one, two)]
+    assert [r[:2] for r in rows[0]] == [r[:2] for r in rows[1]] and len(rows[0]) == 60
+    assert [float(r[2]) for r in rows[0]] == pytest.approx([float(r[2]) for r in rows[1]], abs=2e-4)
+
+
+def test_an_ensemble_of_two_models_writes_the_chosen_ones_attention(corpus_dir, trained_ckpt, tmp_path):
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "b", *TINY_MODEL, "--seed", 2, "--max-steps", 30,
+         "--valid-every", 30, "--batch-size", 32, "--lr", 0.005])
+    other = tmp_path / "b" / "last.pt"
+    args = ["translate", "-m", trained_ckpt, "-m", other, "--beam", 3]
+    attention = []
+    for k in (1, 2):
+        out = run([*args, "--attention-out", tmp_path / f"{k}.h5", "--attention-model", k],
+                  input="forty-two\n\nseven hundred one\n").stdout.split("\n")
+        assert len(out) == 4 and out[1] == "" and out[0] and out[2]
+        with AttentionFile(tmp_path / f"{k}.h5") as f:
+            assert f.attrs["model"] == f"{trained_ckpt} + {other}"
+            assert " ".join(f[2]["tgt_tokens"][:-1]) == out[2]
+            attention.append(f[2]["attention"]["source"])
+            assert attention[-1].shape == (len(f[2]["tgt_tokens"]), 4)
+    assert not (attention[0] == attention[1]).all()  # two models, two attentions (the exact ones: tests/search)
+    r = run([*args, "--attention-model", 3], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--attention-model: expects 1 to 2 (one per -m), got 3" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "-m", other, "--weights", "1"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--weights: 1 weight(s) for 2 model(s)" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--weights", "1"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "got one model" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "-m", other, "--weights", "1,x"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--weights: expects numbers" in r.stderr
+
+
 SRC = ["forty-two", "", "seven hundred one", "three", "nine"]
 MT = ["zwei vierzig", "eins", "sieben hundert", "", "neun"]
 

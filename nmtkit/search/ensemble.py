@@ -1,0 +1,196 @@
+"""Ensembles: several models decoding as one, for ``translate -m A.pt -m B.pt`` (and ``caption``).
+
+At each step the ensemble's score of a token is the weighted mean of its members' log-probabilities,
+log p(y) = Σ_k w_k log p_k(y) with Σ_k w_k = 1 (as Marian ensembles; a weighted product of the
+members' distributions, left unnormalised: the search only ranks). To the search it is one more
+:class:`~nmtkit.models.seq2seq.Seq2Seq`: its state is the members' states side by side, each tensor named
+``<member>.<name>``, so beam reordering and finished sentences leaving the batch serve it unchanged.
+
+Members may be any architectures that share the target vocabulary. Their inputs may be read
+differently (a source segmented by another SentencePiece model, say): member k's input ``s`` is the batch stream
+``s`` when it reads it as member 1 does, else the stream ``s@k`` that :class:`EnsembleSources` makes from the
+same field of each line. The attention weights (for attention files) are those of one member, the first unless
+chosen.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from typing import Iterator, Optional, Sequence, cast
+
+import torch
+from torch import nn
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.streams import TARGET, TOKENS
+from nmtkit.errors import NmtkitError
+from nmtkit.inference import LoadedModel
+from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
+from nmtkit.models.state import DecoderState
+from nmtkit.search.sources import Inputs, Line, Source, StreamSources
+
+StreamNames = dict[str, str]  #: a member's input streams -> the ensemble batch's streams they are read from
+
+
+def normalised_weights(weights: Optional[Sequence[float]], count: int) -> list[float]:
+    """Member weights summing to 1: equal when not given; else ``count`` non-negative numbers, not all 0."""
+    if not weights:
+        return [1.0 / count] * count
+    if len(weights) != count:
+        raise NmtkitError(f"--weights: {len(weights)} weight(s) for {count} model(s); give one per -m", exit_code=2)
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise NmtkitError(f"--weights: expects non-negative weights, not all 0, got {' '.join(map(str, weights))}",
+                          exit_code=2)
+    return [w / sum(weights) for w in weights]
+
+
+class Ensemble(Seq2Seq):
+    """Members decoding in step, their log-probabilities averaged with ``weights``; ``streams[k]`` says where member
+    k reads each of its inputs; ``attention_from``: the member whose attention weights each step gives."""
+
+    def __init__(self, members: Sequence[Seq2Seq], weights: Sequence[float], streams: Sequence[StreamNames],
+                 attention_from: int = 0):
+        super().__init__()
+        if not 0 <= attention_from < len(members):
+            raise NmtkitError(f"--attention-model: expects 1 to {len(members)}, got {attention_from + 1}", exit_code=2)
+        self.members = nn.ModuleList(members)
+        self.weights = list(weights)
+        self.streams = [dict(s) for s in streams]
+        self.attention_from = attention_from
+        self.inputs = members[0].inputs  # what the lines hold; further streams are made from the same fields
+        self.attention_labels = members[attention_from].attention_labels
+
+    @property
+    def models(self) -> list[Seq2Seq]:
+        """The members, typed."""
+        return cast(list[Seq2Seq], list(self.members))
+
+    def _member_batch(self, k: int, batch: Batch) -> Batch:
+        return Batch({own: batch[name] for own, name in self.streams[k].items()}, batch.tgt_in, batch.tgt_out)
+
+    def encode(self, batch: Batch) -> DecoderState:
+        tensors: dict[str, torch.Tensor] = {}
+        static: list[str] = []
+        for k, member in enumerate(self.models):
+            state = member.encode(self._member_batch(k, batch))
+            tensors.update({f"{k}.{name}": t for name, t in state.tensors.items()})
+            static.extend(f"{k}.{name}" for name in state.static)
+        return DecoderState(tensors, static)
+
+    def _split(self, state: DecoderState) -> list[DecoderState]:
+        """Each member's own state out of the ensemble's."""
+        parts: list[dict[str, torch.Tensor]] = [{} for _ in self.members]
+        for name, t in state.tensors.items():
+            k, _, own = name.partition(".")
+            parts[int(k)][own] = t
+        return [DecoderState(p) for p in parts]  # (which are static matters to the ensemble's reorder only)
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        total: Optional[torch.Tensor] = None
+        tensors: dict[str, torch.Tensor] = {}
+        attention: AttentionWeights = {}
+        for k, (member, own, weight) in enumerate(zip(self.models, self._split(state), self.weights)):
+            log_probs, own, weights = member.decode_step(prev, own)
+            total = weight * log_probs if total is None else total.add_(log_probs, alpha=weight)
+            tensors.update({f"{k}.{name}": t for name, t in own.tensors.items()})
+            if k == self.attention_from:
+                attention = weights
+        assert total is not None
+        return total, DecoderState(tensors, state.static), attention
+
+    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
+        return self.models[0].max_output_len(self._member_batch(0, batch), a, b)
+
+    def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
+        self.models[self.attention_from].choose_attention(layer, head)
+
+    @contextmanager
+    def attention_weights(self, wanted: bool) -> Iterator[None]:
+        with ExitStack() as stack:
+            for member in self.models:
+                stack.enter_context(member.attention_weights(wanted))
+            yield
+
+
+class EnsembleSources:
+    """The inputs of an ensemble's batches from each line: the sources of the first member, and of each member that
+    reads an input otherwise, read the same fields; each input lands in the stream its member reads it from
+    (``streams``). Attention labels are those of part ``labels_from``."""
+
+    def __init__(self, sources: Sequence[StreamSources], streams: Sequence[StreamNames], labels_from: int = 0):
+        self.parts = list(zip(sources, streams))
+        self.labels_from = labels_from
+        self.name = sources[0].name
+
+    @property
+    def invalid(self) -> list[int]:
+        return sorted({n for s, _ in self.parts for n in s.invalid})
+
+    @property
+    def problem(self) -> str:
+        return " or ".join(dict.fromkeys(s.problem for s, _ in self.parts if s.invalid))
+
+    @property
+    def fields(self) -> list[str]:
+        return self.parts[0][0].fields
+
+    def read(self, index: int, line: Line) -> Optional[Inputs]:
+        """Line ``index`` (from 0) as the inputs of every member, or None if any member cannot use it."""
+        inputs: Inputs = {}
+        for k, (source, streams) in enumerate(self.parts):
+            own = source.read(index, line)
+            if own is None:
+                return None
+            inputs.update({streams[stream]: item for stream, item in own.items() if k == 0 or streams[stream] != stream})
+        return inputs
+
+    def labels(self, inputs: Inputs) -> dict[str, list[str]]:
+        source, streams = self.parts[self.labels_from]
+        return source.labels({stream: inputs[name] for stream, name in streams.items()})
+
+
+def _reads_alike(first: LoadedModel, other: LoadedModel, stream: str) -> bool:
+    """Whether two models make the same input of a line's field for ``stream``: the same vocabulary, or the same
+    image features."""
+    kind = first.meta.streams[stream].kind
+    if other.meta.streams[stream].kind != kind:
+        return False
+    if kind != TOKENS:
+        return first.images == other.images
+    a, b = first.vocabs[stream], other.vocabs[stream]
+    return len(a) == len(b) and a.id_to_token(range(len(a))) == b.id_to_token(range(len(b)))
+
+
+def ensemble_of(members: Sequence[LoadedModel], paths: Sequence[str], weights: Optional[Sequence[float]] = None,
+                attention_from: int = 0) -> LoadedModel:
+    """Loaded models as one ensemble model: they must read the same inputs and share the target vocabulary (else a
+    one-line error naming the model); the first member's vocabularies, corpus and records describe the ensemble."""
+    first = members[0]
+    streams: list[StreamNames] = []
+    for k, (member, path) in enumerate(zip(members, paths)):
+        if member.model.inputs != first.model.inputs:
+            raise NmtkitError(f"-m {path}: a {member.config['arch']} model reading {', '.join(member.model.inputs)}; "
+                              f"an ensemble's models read the same inputs ({paths[0]}: "
+                              f"{', '.join(first.model.inputs)})", exit_code=2)
+        if not _reads_alike(first, member, TARGET):
+            raise NmtkitError(f"-m {path}: its target vocabulary differs from that of {paths[0]}; the models of an "
+                              "ensemble share one target vocabulary", exit_code=2)
+        if member.ape_edits != first.ape_edits:
+            raise NmtkitError(f"-m {path}: outputs {'edit operations' if member.ape_edits else 'text'}, "
+                              f"{paths[0]} does not; an ensemble's models output the same", exit_code=2)
+        streams.append({s: s if k == 0 or _reads_alike(first, member, s) else f"{s}@{k + 1}"
+                        for s in member.model.inputs})
+    model = Ensemble([m.model for m in members], normalised_weights(weights, len(members)), streams, attention_from)
+    return LoadedModel(model, first.vocabs, first.config, first.meta, first.images, first.ape_edits)
+
+
+def ensemble_sources(sources: Sequence[Source | StreamSources], ensemble: Ensemble) -> StreamSources | EnsembleSources:
+    """What reads an ensemble's inputs from lines, given each member's sources: the first member's when all read
+    their inputs alike, else an :class:`EnsembleSources` of the members that read some input otherwise."""
+    def streamed(source):
+        return source if isinstance(source, StreamSources) else StreamSources([source], getattr(source, "name", ""))
+
+    own = [k for k, streams in enumerate(ensemble.streams) if k == 0 or any(s != n for s, n in streams.items())]
+    if own == [0]:
+        return streamed(sources[0])
+    labels = own.index(ensemble.attention_from) if ensemble.attention_from in own else 0
+    return EnsembleSources([streamed(sources[k]) for k in own], [ensemble.streams[k] for k in own], labels)
