@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS
+from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS
 from nmtkit.errors import NmtkitError
 
 if TYPE_CHECKING:
@@ -74,8 +74,15 @@ def decoding_options(command: Callable) -> Callable:
 @click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
               help="multimodal models: the image features precomputed, .npy or HDF5 ('features' [lines, grid, D]), "
                    "row i for input line i; the inputs then hold the text fields only")
+@click.option("--shortlist", "shortlist_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="restrict each batch's output layer to the most frequent target words and the best translations "
+                   "of its source words in FILE, a lexical table (nmtkit align, fast_align -p, eflomal priors)")
+@click.option("--shortlist-first", type=Checked(int, COUNT), default=100, show_default=True,
+              help="with --shortlist: the N most frequent target words (the first ids of the vocabulary) always in")
+@click.option("--shortlist-best", type=Checked(int, POSITIVE), default=100, show_default=True,
+              help="with --shortlist: the K best translations of each source word")
 def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
-            features, **options):
+            features, shortlist_path, shortlist_first, shortlist_best, **options):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -110,8 +117,20 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         texts.append([s for s in made.sources.values() if isinstance(s, TextSource)])
         return made
 
+    def shortlisted(loaded):
+        from nmtkit.search.shortlist import Shortlist, Shortlisted
+
+        stream = loaded.model.inputs[0]
+        if stream not in loaded.vocabs:
+            raise NmtkitError(f"--shortlist: this {loaded.config['arch']} model's first input ({stream}) is not text",
+                              exit_code=2)
+        shortlist = Shortlist.from_file(shortlist_path, loaded.vocabs[stream], loaded.tgt_vocab, shortlist_first,
+                                        shortlist_best)
+        return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
+
     decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b,
-           attention_choice=(attention_layer, attention_head), **options)
+           attention_choice=(attention_layer, attention_head), restrict=shortlisted if shortlist_path else None,
+           **options)
     truncated = sum(s.truncated for s in texts[0])  # the first model's segmentation
     if truncated:
         log(f"{truncated} line(s) truncated to {max_input_len} tokens")
@@ -164,13 +183,14 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
 def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
            attention_out, device, precision, threads, flush, weights=None, attention_model=1, max_len_a=1.5,
            max_len_b=10, chunk_size=10_000, verbs=("translating", "translated"), lines=None, fields=False,
-           attention_choice=(None, None)):
+           attention_choice=(None, None), restrict=None):
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
     the TAB-separated fields of one input's lines) with a checkpoint, or an ensemble of several, one output line
     (or ``n_best``) per input line; ``make_source(loaded, model_path, name)`` gives the
     :class:`~nmtkit.search.sources.Source` (or :class:`~nmtkit.search.sources.StreamSources`) that turns lines into
     a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
-    whose attention is written; ``verbs`` name the work in progress and done. Returns the source; raises an error
+    whose attention is written; ``restrict(loaded)``, if given, the model to decode with instead (a shortlisted
+    one); ``verbs`` name the work in progress and done. Returns the source; raises an error
     naming the unusable lines once everything is written."""
     import torch
 
@@ -208,7 +228,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         loaded = ensemble_of(members, model_paths, given, attention_model - 1)
         source = ensemble_sources(sources, loaded.model)
     loaded.model.choose_attention(*attention_choice)
-    model, arithmetic = for_inference(loaded.model, precision, dev)
+    model, arithmetic = for_inference(restrict(loaded) if restrict else loaded.model, precision, dev)
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0

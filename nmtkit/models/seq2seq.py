@@ -111,6 +111,11 @@ class Seq2Seq(nn.Module):
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         raise NotImplementedError
 
+    def output_ids(self, tokens: Sequence[int]) -> list[int]:
+        """The target vocabulary's ids of the tokens the search produced from ``decode_step``'s outputs: the same
+        ids, unless the model's outputs index something else (a shortlist's positions)."""
+        return list(tokens)
+
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """The longest output ``[B]`` each sentence may get (``</s>`` excluded): a·|x| + b over ``src``."""
         return max_lengths(batch["src"].lengths, a, b)

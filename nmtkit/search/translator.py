@@ -40,9 +40,11 @@ def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torc
     batch = batch.to(device)
     with model.attention_weights(opts.attention):
         if opts.beam_size <= 1:
-            return greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
-        return beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
-                           opts.length_penalty, opts.attention)
+            found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
+        else:
+            found = beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
+                                opts.length_penalty, opts.attention)
+    return [[replace(h, tokens=model.output_ids(h.tokens)) for h in n_best] for n_best in found]
 
 
 def search_sorted(model: Seq2Seq, lengths: Sequence[int], batch_of: Callable[[list[int]], Batch],

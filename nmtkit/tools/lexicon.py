@@ -12,7 +12,7 @@ counts all work. Empty lines are skipped.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from nmtkit.data.text import PathLike, check_readable, iter_lines
 from nmtkit.errors import NmtkitError
@@ -21,9 +21,9 @@ IGNORED_SOURCES = {"<eps>", "NULL"}
 EFLOMAL_OTHER = {"HMMF", "HMMR", "FERF", "FERR"}
 
 
-def load_lexicon(path: PathLike) -> dict[str, str]:
-    """Map each source word to its highest-scoring target word."""
-    best: dict[str, tuple[float, str]] = {}
+def lexicon_entries(path: PathLike) -> Iterator[tuple[str, str, float]]:
+    """The ``(source, target, score)`` entries of a table in any of the formats above, in file order (score -inf for
+    a plain dictionary); a malformed line raises an error naming it."""
     for lineno, line in enumerate(iter_lines(check_readable(path)), 1):
         fields = line.split()
         if not fields or fields[0] in EFLOMAL_OTHER:
@@ -42,11 +42,21 @@ def load_lexicon(path: PathLike) -> dict[str, str]:
         else:
             raise NmtkitError(f"{path}:{lineno}: expected 'source target [score]' or 'LEX source target count', "
                               f"got {len(fields)} fields")
-        if src in IGNORED_SOURCES:
-            continue
-        if src not in best or score > best[src][0]:
-            best[src] = (score, tgt)
-    return {src: tgt for src, (_, tgt) in best.items()}
+        if src not in IGNORED_SOURCES:
+            yield src, tgt, score
+
+
+def load_translations(path: PathLike, best: int) -> dict[str, list[str]]:
+    """Map each source word to its ``best`` highest-scoring target words, best first (file order among equals)."""
+    entries: dict[str, list[tuple[float, str]]] = {}
+    for src, tgt, score in lexicon_entries(path):
+        entries.setdefault(src, []).append((score, tgt))
+    return {src: [tgt for _, tgt in sorted(options, key=lambda e: -e[0])[:best]] for src, options in entries.items()}
+
+
+def load_lexicon(path: PathLike) -> dict[str, str]:
+    """Map each source word to its highest-scoring target word."""
+    return {src: tgts[0] for src, tgts in load_translations(path, 1).items()}
 
 
 def write_table(out, entries: Iterable[tuple[str, str, float]]) -> int:

@@ -132,6 +132,25 @@ def test_an_ensemble_of_two_models_writes_the_chosen_ones_attention(corpus_dir, 
     assert r.exit_code == 2 and "--weights: expects numbers" in r.stderr
 
 
+def test_a_shortlist_restricts_the_output_to_its_words(trained_ckpt, text_dir, tmp_path):
+    """A table giving every source word every target word of the corpus changes nothing; one giving each source
+    word one target word, with no frequent words, yields only those words."""
+    src = {w for line in (text_dir / "train.en").read_text().splitlines() for w in line.split()}
+    tgt = sorted({w for line in (text_dir / "train.de").read_text().splitlines() for w in line.split()})
+    (tmp_path / "all").write_text("".join(f"{s} {t} 0.5\n" for s in sorted(src) for t in tgt))
+    (tmp_path / "one").write_text("".join(f"{s} {tgt[i % 3]} 0.5\n" for i, s in enumerate(sorted(src))))
+    test = text_dir / "test.en"
+    full = run(["translate", "-m", trained_ckpt, "--beam", 3, "-i", test]).stdout
+    assert run(["translate", "-m", trained_ckpt, "--beam", 3, "-i", test, "--shortlist", tmp_path / "all",
+                "--shortlist-first", 0, "--shortlist-best", 1000]).stdout == full
+    short = run(["translate", "-m", trained_ckpt, "--beam", 3, "-i", test, "--shortlist", tmp_path / "one",
+                 "--shortlist-first", 0]).stdout.splitlines()
+    assert len(short) == 30 and {w for line in short for w in line.split()} <= set(tgt[:3]) | {"<unk>"}
+    (tmp_path / "bad").write_text("x y z\n")
+    r = run(["translate", "-m", trained_ckpt, "--shortlist", tmp_path / "bad"], input="one\n", ok=False)
+    assert r.exit_code == 1 and "bad:1: 'z' is not a number" in r.stderr
+
+
 SRC = ["forty-two", "", "seven hundred one", "three", "nine"]
 MT = ["zwei vierzig", "eins", "sieben hundert", "", "neun"]
 

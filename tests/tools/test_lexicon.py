@@ -2,7 +2,7 @@
 import pytest
 
 from nmtkit.errors import NmtkitError
-from nmtkit.tools.lexicon import load_lexicon, write_table
+from nmtkit.tools.lexicon import load_lexicon, load_translations, write_table
 
 
 def test_nmtkit_table_round_trip(tmp_path):
@@ -21,6 +21,13 @@ def test_eflomal_priors_and_plain_pairs(tmp_path):
     assert load_lexicon(tmp_path / "pri") == {"Haus": "house"}
     (tmp_path / "pairs").write_text("Haus house\n\nHaus home\n")
     assert load_lexicon(tmp_path / "pairs") == {"Haus": "house"}  # the first entry wins
+
+
+def test_the_best_translations_of_each_word_best_first(tmp_path):
+    (tmp_path / "fa").write_text("Haus\thut\t-5\nHaus\thome\t-2.3\nrot\tred\t-0.1\nHaus\thouse\t-0.4\n")
+    assert load_translations(tmp_path / "fa", 2) == {"Haus": ["house", "home"], "rot": ["red"]}
+    (tmp_path / "pairs").write_text("Haus house\nHaus home\nHaus hut\n")
+    assert load_translations(tmp_path / "pairs", 2) == {"Haus": ["house", "home"]}  # file order among equals
 
 
 def test_errors_name_file_and_line(tmp_path):

@@ -1,0 +1,150 @@
+"""Lexical shortlists (``translate --shortlist FILE``): each batch's output layer restricted to the words it can need.
+
+As Marian does on CPUs: the output layer of a batch computes the logits of a shortlist only, the union of the
+``first`` ids of the target vocabulary (its most frequent words; the most probable pieces of a SentencePiece model)
+and the ``best`` translations of each source word of the batch in a lexical table (``nmtkit align``, fast_align
+``-p``, eflomal priors: :mod:`nmtkit.tools.lexicon`). The softmax runs over the shortlist. At this model size the
+output layer is half of a decoding step's arithmetic (an 8k vocabulary; more for larger ones), so the step gets
+cheaper by about that share times the fraction of the vocabulary left out.
+
+:class:`Shortlisted` is one more model to the search: its outputs are positions in the batch's shortlist (sorted
+target ids, the special tokens first, so ``<s>`` and ``</s>`` keep their ids), it feeds the model the target ids of
+those positions, and :meth:`Shortlisted.output_ids` maps the hypotheses back. Only decoding steps are restricted:
+what ``encode`` computes (the greedy reverse pass of two-pass models) sees the whole vocabulary.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.text import PathLike
+from nmtkit.data.vocab import SPECIALS, Vocab
+from nmtkit.errors import NmtkitError
+from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
+from nmtkit.models.state import DecoderState
+from nmtkit.tools.lexicon import load_translations
+
+
+class Shortlist:
+    """The candidate target ids of each source id: ``table [source vocabulary, best]`` (padded with ``</s>``), and
+    the ids every batch gets (``always``: the special tokens and the ``first`` ids of the target vocabulary)."""
+
+    def __init__(self, table: torch.Tensor, always: torch.Tensor):
+        self.table, self.always = table, always
+
+    @classmethod
+    def from_file(cls, path: PathLike, src_vocab: Vocab, tgt_vocab: Vocab, first: int = 100,
+                  best: int = 100) -> "Shortlist":
+        """The shortlist of a lexical table file, for a model's source and target vocabularies (entries of words
+        outside them are left out)."""
+        src_index = {token: i for i, token in enumerate(src_vocab.id_to_token(range(len(src_vocab))))}
+        tgt_index = {token: i for i, token in enumerate(tgt_vocab.id_to_token(range(len(tgt_vocab))))}
+        table = torch.full((len(src_vocab), best), SPECIALS.index("</s>"), dtype=torch.long)
+        found = 0
+        for word, translations in load_translations(path, len(tgt_vocab)).items():
+            ids = [tgt_index[t] for t in translations if t in tgt_index][:best]
+            if word in src_index and ids:
+                table[src_index[word], :len(ids)] = torch.tensor(ids)
+                found += 1
+        if not found:
+            raise NmtkitError(f"--shortlist {path}: no entry pairs a source word of the model with a target word of "
+                              "it; is the table for this model's segmentation (e.g. SentencePiece pieces)?", exit_code=2)
+        return cls(table, torch.arange(min(len(tgt_vocab), len(SPECIALS) + first)))
+
+    def ids(self, sources: torch.Tensor) -> torch.Tensor:
+        """The sorted target ids of a batch of source ids ``[B, S]`` (padding included: it adds ``</s>`` only)."""
+        table = self.table.to(sources.device)
+        return torch.cat([self.always.to(sources.device), table[sources.flatten()].flatten()]).unique(sorted=True)
+
+
+class ShortlistedLinear(nn.Module):
+    """An output layer that computes the rows ``rows`` only while :attr:`rows` is set (their weights copied once a
+    batch), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
+
+    def __init__(self, layer: nn.Module, weight: torch.Tensor, bias: Optional[torch.Tensor]):
+        super().__init__()
+        self.layer, self.full_weight, self.full_bias = layer, weight, bias
+        self.rows: Optional[torch.Tensor] = None
+        self.weight: Optional[torch.Tensor] = None  # the restricted copies, while rows is set
+        self.bias: Optional[torch.Tensor] = None
+
+    def restrict(self, rows: Optional[torch.Tensor]) -> None:
+        self.rows = rows
+        if rows is None:
+            self.weight = self.bias = None
+            return
+        self.weight = self.full_weight.detach().index_select(0, rows)
+        self.bias = None if self.full_bias is None else self.full_bias.detach().index_select(0, rows)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight is None:
+            return self.layer(x)
+        return F.linear(x, self.weight, self.bias)
+
+
+def output_layers(model: nn.Module, vocab_size: int) -> dict[str, nn.Linear]:
+    """The model's linear layers onto the target vocabulary, by name."""
+    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.out_features == vocab_size}
+
+
+class Shortlisted(Seq2Seq):
+    """``model`` with its output layers restricted to each batch's shortlist during decoding steps (see the module's
+    docstring); ``stream``: the input whose words pick the shortlist."""
+
+    def __init__(self, model: Seq2Seq, shortlist: Shortlist, vocab_size: int, stream: str = "src"):
+        super().__init__()
+        if stream not in model.inputs:
+            raise NmtkitError(f"--shortlist: this {type(model).__name__} model reads no text input {stream!r} whose "
+                              "words could pick a shortlist", exit_code=2)
+        layers = output_layers(model, vocab_size)
+        if not layers:
+            raise NmtkitError(f"--shortlist: this {type(model).__name__} model has no output layer onto its "
+                              f"{vocab_size}-word vocabulary to restrict", exit_code=2)
+        self.layers = []
+        for name, layer in layers.items():
+            parent, _, attribute = name.rpartition(".")
+            wrapped = ShortlistedLinear(layer, layer.weight, layer.bias)
+            setattr(model.get_submodule(parent), attribute, wrapped)
+            self.layers.append(wrapped)
+        self.model, self.shortlist, self.stream = model, shortlist, stream
+        self.inputs, self.attention_labels = model.inputs, model.attention_labels
+        self.batch_ids: Optional[torch.Tensor] = None  #: the target ids of the current batch's shortlist
+
+    def encode(self, batch: Batch) -> DecoderState:
+        self.batch_ids = self.shortlist.ids(batch[self.stream].data)
+        return self.model.encode(batch)
+
+    @contextmanager
+    def _restricted(self) -> Iterator[None]:
+        for layer in self.layers:
+            layer.restrict(self.batch_ids)
+        try:
+            yield
+        finally:
+            for layer in self.layers:
+                layer.restrict(None)
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        assert self.batch_ids is not None, "encode a batch first"
+        with self._restricted():
+            return self.model.decode_step(self.batch_ids[prev], state)
+
+    def output_ids(self, tokens: Sequence[int]) -> list[int]:
+        assert self.batch_ids is not None
+        return self.batch_ids[torch.as_tensor(list(tokens), dtype=torch.long)].tolist()
+
+    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
+        return self.model.max_output_len(batch, a, b)
+
+    def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
+        self.model.choose_attention(layer, head)
+
+    @contextmanager
+    def attention_weights(self, wanted: bool) -> Iterator[None]:
+        with self.model.attention_weights(wanted):
+            yield
