@@ -41,7 +41,8 @@ class Seq2Seq(nn.Module):
 
     - ``encode(batch)``: the initial :class:`DecoderState` for a batch of inputs.
     - ``decode_step(prev, state)``: log-probabilities ``[B, V]`` of the next token given the
-      previous tokens ``[B]``, the new state, and this step's attention (name -> ``[B, ...]``).
+      previous tokens ``[B]`` (a new tensor: the search adds to it in place), the new state, and
+      this step's attention (name -> ``[B, ...]``).
     - ``forward(batch)``: the teacher-forced :class:`ModelOutput` for ``batch.tgt_in``.
     - ``score_logits(batch)``: teacher-forced logits of the target given the inputs alone, as
       decoding conditions them; perplexity (Eq. 13) is computed from these. The same as

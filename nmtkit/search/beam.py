@@ -33,6 +33,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
     tokens = torch.zeros((n * k, 0), dtype=torch.long, device=device)
     history: dict[str, torch.Tensor] = {}
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+    count = torch.zeros(n, dtype=torch.long, device=device)  # finished hypotheses of each sentence
     t = 0
     while sent.numel():
         b = sent.numel()
@@ -46,24 +47,26 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
             eos_only = torch.arange(vocab, device=device) == EOS
             lp[forced] = torch.where(eos_only, lp[forced], -torch.inf)
         t += 1
-        cand, index = top_k((scores.unsqueeze(2) + lp).view(b, k * vocab), 2 * k)
+        cand, index = top_k(lp.add_(scores.unsqueeze(2)).view(b, k * vocab), 2 * k)  # (lp is the step's own)
         origin, word = index // vocab, index % vocab
         is_eos = word == EOS
         row_base = torch.arange(b, device=device).unsqueeze(1) * k
         # finalise </s> candidates ranked among the first k
         final = is_eos[:, :k] & torch.isfinite(cand[:, :k])
         if final.any():
-            for i, j in final.nonzero().tolist():
-                row = int(row_base[i, 0] + origin[i, j])
-                logprob = float(cand[i, j])
-                finished[int(sent[i])].append(Hypothesis(
-                    tokens[row].tolist(), logprob, logprob / (t ** length_penalty) if length_penalty else logprob,
-                    collect_attention(history, row, t)))
+            i, j = final.nonzero(as_tuple=True)
+            ended = sent[i]
+            count.index_add_(0, ended, torch.ones_like(ended))
+            final_rows = (row_base[i, 0] + origin[i, j]).tolist()
+            divisor = t ** length_penalty if length_penalty else 1.0
+            for s, row, words, logprob in zip(ended.tolist(), final_rows, tokens[final_rows].tolist(),
+                                              cand[i, j].tolist()):
+                finished[s].append(Hypothesis(words, logprob, logprob / divisor, collect_attention(history, row, t)))
         # keep the k best candidates that do not end the sentence (-inf where fewer than k are left)
         scores, pick = cand.masked_fill(is_eos, -torch.inf).topk(k, dim=1)
         rows = row_base + origin.gather(1, pick)
         prev = word.gather(1, pick)
-        done = torch.tensor([len(finished[int(s)]) >= k for s in sent.tolist()], device=device) | forced
+        done = (count[sent] >= k) | forced
         any_done = bool(done.any())
         if any_done:  # done sentences leave the batch
             keep = (~done).nonzero().flatten()
