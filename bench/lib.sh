@@ -1,20 +1,30 @@
 # Shell functions the bench scripts share (source it after setting `here` and `data`).
 
+# the rnnsearch of ../shared/bench/PEERS.md (add --threads and --seed)
+rnnsearch_peers=(--arch rnnsearch --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64
+                 --optimizer adam --lr 0.001 --clip-norm 1.0)
+
 peak() { /usr/bin/time -f "%M" -o "$1" "${@:2}"; }  # peak resident memory (KB) of a command
 
-# decode_test CHECKPOINT OUT PRECISION...: translate $data/test.en greedy and with beam 5 (batch 32, 2 threads) in
-# each precision, into OUT<mode>.<precision>.de (with .mem and .log beside), and print speed, memory and BLEU
+# decode_one NAME INPUT REF OUT TRANSLATE-OPTION...: translate INPUT (batch 32, 2 threads) into OUT.de (with .mem
+# and .log beside) and print NAME's speed, memory and BLEU against REF
+decode_one() {
+  local name=$1 input=$2 ref=$3 out=$4 start end
+  start=$(date +%s.%N)
+  peak "$out.mem" nmtkit translate "${@:5}" --batch-size 32 --threads 2 -i "$input" -o "$out.de" 2> "$out.log"
+  end=$(date +%s.%N)
+  python "$here/summarize.py" decode "$out.de" "$ref" "$out.mem" "$start" "$end" "$name" "$out.log"
+}
+
+# decode_test CHECKPOINT OUT PRECISION...: translate $data/test.en greedy and with beam 5 in each precision, into
+# OUT<mode>.<precision>.de, and print speed, memory and BLEU
 decode_test() {
-  local checkpoint=$1 out=$2 precision mode name start end
+  local checkpoint=$1 out=$2 precision mode name
   for precision in "${@:3}"; do
     for mode in "--greedy" "--beam 5"; do
       name=$(echo "$mode" | tr -d ' -').$precision
-      start=$(date +%s.%N)
-      peak "$out$name.mem" nmtkit translate -m "$checkpoint" $mode --batch-size 32 --threads 2 \
-        --precision "$precision" -i "$data/test.en" -o "$out$name.de" 2> "$out$name.log"
-      end=$(date +%s.%N)
-      python "$here/summarize.py" decode "$out$name.de" "$data/test.de" "$out$name.mem" "$start" "$end" "$name" \
-        "$out$name.log"
+      # shellcheck disable=SC2086
+      decode_one "$name" "$data/test.en" "$data/test.de" "$out$name" -m "$checkpoint" $mode --precision "$precision"
     done
   done
 }

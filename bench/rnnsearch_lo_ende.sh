@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rnnsearch on LibreOffice en-de, set up exactly as ../shared/bench/PEERS.md measured the peers.
-# Usage: bench/rnnsearch_lo_ende.sh [speed|quality|decode|all]   (default: all)
+# Usage: bench/rnnsearch_lo_ende.sh [corpus|speed|quality|decode|all]   (default: all)
+#   corpus:  the preprocessed corpus only (RUNS/corpus; every other stage makes it first)
 #   speed:   a 300-step run; training tokens/s (median of the 25-step windows after step 50), peak memory
 #   quality: 25 minutes of training (wall clock, validation included), then test BLEU/chrF, beam 5 and greedy
 #   decode:  wall time and peak memory of translating the 2,269 test sentences, greedy and beam 5, batch 32,
@@ -16,16 +17,14 @@ data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
 export OMP_NUM_THREADS=2
 mkdir -p "$runs"
-model=(--arch rnnsearch --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64
-       --optimizer adam --lr 0.001 --clip-norm 1.0 --threads 2 --seed 1)
+source "$here/lib.sh"
+model=("${rnnsearch_peers[@]}" --threads 2 --seed 1)
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then
   # the peers' joint SentencePiece model; pairs over 80 pieces dropped (29,890 of 30,510 kept)
   nmtkit preprocess --train "$data/train" --valid "$data/dev" --test "$data/test" --src en --tgt de \
     --src-vocab "$spm" --tgt-vocab "$spm" --max-len 80 -o "$runs/corpus" --overwrite
 fi
-
-source "$here/lib.sh"
 
 if [[ $what == speed || $what == all ]]; then
   rm -rf "$runs/speed"
