@@ -15,7 +15,8 @@
 #          windows after step 50 of 150-step runs), and decoding sent/s of the multimodal models (mmt, seed 1: the
 #          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1),
-# THREADS (default 2; 1 for two runs side by side).
+# THREADS (default 2; 1 for two runs side by side); mmt: MMT_CONFIGS (some of text concat flat hierarchical),
+# OPTIONS (more training options, e.g. "--lr 0.0001") with TAG (named into the runs and the figure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -87,9 +88,9 @@ EOF
                           [hierarchical]="--combination hierarchical --decoder-cell cgru")
   curves=()
   for seed in ${SEEDS:-1}; do
-    for name in text concat flat hierarchical; do
-      run=$dir/$name.s$seed
-      read -r -a extra <<< "${mmt_configs[$name]}"
+    for name in ${MMT_CONFIGS:-text concat flat hierarchical}; do
+      run=$dir/$name${TAG:+.$TAG}.s$seed
+      read -r -a extra <<< "${mmt_configs[$name]} ${OPTIONS:-}"
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --seed "$seed" --max-steps "${STEPS:-1500}" --valid-every 100 2> "$run.log"
       features=(--features "$dir/cnn.test.npy"); [ "$name" = text ] && features=()  # the text-only model reads none
@@ -101,7 +102,8 @@ EOF
     done
   done
   mkdir -p "$here/figures"
-  python "$here/learning_curves.py" "$here/figures/mmt_emoji_curves.png" "$(wc -l < "$dir/train.en")" 32 "${curves[@]}" ;;
+  python "$here/learning_curves.py" "$here/figures/mmt_emoji_curves${TAG:+_$TAG}.png" "$(wc -l < "$dir/train.en")" 32 \
+    "${curves[@]}" ;;
 speed)
   ape_data
   dir=$runs/ape mmt=$runs/mmt
