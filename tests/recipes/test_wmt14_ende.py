@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import run
 from tests.recipes.mirror import downloader, lines, parallel, run_recipe, sgm, tgz
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt14_ende.sh"
@@ -74,6 +75,10 @@ def test_the_recipe_downloads_tokenises_trains_both_systems_and_prints_table_1(m
     assert not all(torch.equal(before[k], after[k]) for k in before)
     for name in ("rnnsearch", "target-attn"):
         assert len((work / "out" / f"{name}.test.unk.de").read_text().splitlines()) == 5
+        for hyp in ("test", "test.unk"):  # each BLEU scores its own output
+            expected = run(["score", "--metric", "bleu", "--tokenize", "none", "-r", work / "text" / "test.de",
+                            "-i", work / "out" / f"{name}.{hyp}.de", "--score-only"]).stdout.strip()
+            assert (work / "scores" / f"{name}.{hyp}.bleu").read_text().strip() == expected
     assert (work / "scores" / "fig2.png").stat().st_size > 0
     table = r.stdout.split("== Table 1 (target-target-attention.txt), En->De")[1].splitlines()
     rnnsearch, tatt = table[3].split(), table[4].split()
