@@ -24,17 +24,7 @@ mkdir -p "$dir"
 
 tokenized() {  # the word-level corpus: sacrebleu's 13a tokenizer on every side, every word in the vocabulary
   [ -f "$dir/word/manifest.json" ] && return
-  mkdir -p "$dir/tok"
-  for f in train dev test; do
-    for l in en de; do
-      python -c "
-import sys
-from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-tok = Tokenizer13a()
-for line in sys.stdin:
-    print(tok(line.rstrip('\n')))" < "$data/$f.$l" > "$dir/tok/$f.$l"
-    done
-  done
+  tokenized13a "$data" "$dir/tok"
   nmtkit preprocess --train "$dir/tok/train" --valid "$dir/tok/dev" --test "$dir/tok/test" --src en --tgt de \
     --vocab word:32000 --max-len 80 -o "$dir/word" --overwrite
 }

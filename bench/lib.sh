@@ -4,6 +4,22 @@
 rnnsearch_peers=(--arch rnnsearch --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64
                  --optimizer adam --lr 0.001 --clip-norm 1.0)
 
+# tokenized13a DIR OUT: sacrebleu's 13a tokens of DIR/{train,dev,test}.{en,de}, into OUT/ (the word-level corpora)
+tokenized13a() {
+  local f l
+  mkdir -p "$2"
+  for f in train dev test; do
+    for l in en de; do
+      python -c "
+import sys
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+tok = Tokenizer13a()
+for line in sys.stdin:
+    print(tok(line.rstrip('\n')))" < "$1/$f.$l" > "$2/$f.$l"
+    done
+  done
+}
+
 peak() { /usr/bin/time -f "%M" -o "$1" "${@:2}"; }  # peak resident memory (KB) of a command
 
 # decode_one NAME INPUT REF OUT TRANSLATE-OPTION...: translate INPUT (batch 32, 2 threads) into OUT.de (with .mem

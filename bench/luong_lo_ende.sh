@@ -20,19 +20,10 @@ variants=("$@")
 [ ${#variants[@]} -eq 0 ] && variants=(general-feed general-nofeed local-p local-p-warm)
 threads=${THREADS:-2}
 export OMP_NUM_THREADS=$threads
-mkdir -p "$runs/tok"
+source "$here/lib.sh"
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then
-  for f in train dev test; do
-    for l in en de; do
-      python -c "
-import sys
-from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-tok = Tokenizer13a()
-for line in sys.stdin:
-    print(tok(line.rstrip('\n')))" < "$data/$f.$l" > "$runs/tok/$f.$l"
-    done
-  done
+  tokenized13a "$data" "$runs/tok"
   nmtkit preprocess --train "$runs/tok/train" --valid "$runs/tok/dev" --test "$runs/tok/test" --src en --tgt de \
     --vocab word:10000 --max-len 50 -o "$runs/corpus" --overwrite
 fi
