@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decoding at production speed (issue 18): ensembles and lexical shortlists on LibreOffice en-de, the model of
 # ../shared/bench/PEERS.md (bench/rnnsearch_lo_ende.sh's, 2 threads, batch 32).
-# Usage: bench/decoding_lo_ende.sh models NAME...|ensemble|shortlist
+# Usage: bench/decoding_lo_ende.sh models NAME...|ensemble|shortlist|peers|profile
 #   models NAME...: train models for STEPS updates (default 1500; fixed, so a slow sitting changes nothing) with
 #            THREADS threads (default 2; 1 for two side by side): sp8k.s1 and sp8k.s2 (seeds 1 and 2 on the peers'
 #            SentencePiece 8k corpus), word.s1 (every word of the training data as vocabulary: sacrebleu's 13a tokens,
@@ -9,7 +9,11 @@
 #   ensemble: test BLEU and decoding speed, beam 5, of sp8k.s1, sp8k.s2 and the two as an ensemble
 #   shortlist: lexical tables by nmtkit align on each corpus's segmented training data, then test BLEU and decoding
 #            speed of sp8k.s1 and word.s1, beam 5 and greedy, with the full output layer and with each FIRST:BEST
-#            shortlist of SHORTLISTS (default "100:100 100:50 50:20"), alternately, ROUNDS times (default 2)
+#            shortlist of SHORTLISTS (default "100:100 100:50 50:20"), alternately, ROUNDS times (default 2); MODES
+#            (default "beam5 greedy") picks the searches
+#   peers:   nmtkit's sp8k.s1 and OpenNMT-py's model (bench/opennmt_lo_ende.sh train, as many updates) decoding the
+#            test set, greedy and beam 5, each toolkit's defaults otherwise, alternately, ROUNDS times
+#   profile: bench/beam_profile.py on sp8k.s1 and the test set, beam 5 and greedy
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,8 +80,8 @@ shortlist)
   [ -f "$dir/word.lex" ] || nmtkit align --src "$dir/tok/train.en" --tgt "$dir/tok/train.de" -o "$dir/word.lex"
   for round in $(seq "${ROUNDS:-2}"); do
     for run in sp8k.s1 word.s1; do
-      for mode in "--beam 5" "--greedy"; do
-        tag=$(echo "$mode" | tr -d ' -')
+      for tag in ${MODES:-beam5 greedy}; do
+        mode=$([ "$tag" = greedy ] && echo --greedy || echo --beam 5)
         # shellcheck disable=SC2086
         decode_one "round $round $run $tag full" "$(input_of $run)" "$(ref_of $run)" "$dir/sl.$run.$tag.full" \
           -m "$dir/$run/last.pt" $mode
@@ -90,5 +94,24 @@ shortlist)
       done
     done
   done ;;
-*) echo "usage: bench/decoding_lo_ende.sh models NAME...|ensemble|shortlist" >&2; exit 2 ;;
+peers)
+  # nmtkit's sp8k.s1 and OpenNMT-py's model (bench/opennmt_lo_ende.sh train, the same updates) decoding the test
+  # set, greedy and beam 5, batch 32, 2 threads, each toolkit's defaults otherwise; alternately, ROUNDS times
+  export OMP_NUM_THREADS=2
+  for round in $(seq "${ROUNDS:-2}"); do
+    for mode in "--greedy" "--beam 5"; do
+      tag=$(echo "$mode" | tr -d ' -')
+      # shellcheck disable=SC2086
+      decode_one "round $round nmtkit $tag" "$data/test.en" "$data/test.de" "$dir/peers.$tag" \
+        -m "$dir/sp8k.s1/last.pt" $mode
+    done
+    echo "round $round OpenNMT-py:"
+    RUNS=$runs bash "$here/opennmt_lo_ende.sh" decode
+  done ;;
+profile)
+  # where a beam search's time goes, and the steps' compute bound (bench/beam_profile.py), beam 5 and greedy
+  for beam in 5 1; do
+    OMP_NUM_THREADS=2 python "$here/beam_profile.py" "$dir/sp8k.s1/last.pt" "$data/test.en" --beam $beam --threads 2
+  done ;;
+*) echo "usage: bench/decoding_lo_ende.sh models NAME...|ensemble|shortlist|peers|profile" >&2; exit 2 ;;
 esac

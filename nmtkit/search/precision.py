@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import ContextManager
+from typing import ContextManager, Optional
 
 import torch
 import torch.nn.functional as F
@@ -32,11 +32,11 @@ class PackedLinear(nn.Module):
 
     ROWS = range(2, 513)
 
-    def __init__(self, linear: nn.Linear):
+    def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor]):
         super().__init__()
-        self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.weight, self.bias = linear.weight, linear.bias
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach())  # not a parameter: not saved
+        self.out_features, self.in_features = weight.shape
+        self.weight, self.bias = weight, bias
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())  # not a parameter: not saved
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.numel() // self.in_features in self.ROWS and not torch.is_grad_enabled():
@@ -59,7 +59,7 @@ def pack_linears(model: nn.Module) -> nn.Module:
     """``model`` with every :func:`matrix_layers` layer replaced, in place, by a :class:`PackedLinear`."""
     for name, layer in matrix_layers(model).items():
         parent, _, attribute = name.rpartition(".")
-        setattr(model.get_submodule(parent), attribute, PackedLinear(layer))
+        setattr(model.get_submodule(parent), attribute, PackedLinear(layer.weight, layer.bias))
     return model
 
 

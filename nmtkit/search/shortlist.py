@@ -27,6 +27,7 @@ from nmtkit.data.vocab import SPECIALS, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
 from nmtkit.models.state import DecoderState
+from nmtkit.search.precision import PackedLinear
 from nmtkit.tools.lexicon import load_translations
 
 
@@ -63,27 +64,29 @@ class Shortlist:
 
 
 class ShortlistedLinear(nn.Module):
-    """An output layer that computes the rows ``rows`` only while :attr:`rows` is set (their weights copied once a
-    batch), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
+    """An output layer that computes the rows of a batch's shortlist only while :attr:`active` (their weights copied
+    once a batch by :meth:`restrict`, and packed for oneDNN's kernels when the wrapped layer is: see
+    :class:`PackedLinear`), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
 
     def __init__(self, layer: nn.Module, weight: torch.Tensor, bias: Optional[torch.Tensor]):
         super().__init__()
         self.layer, self.full_weight, self.full_bias = layer, weight, bias
-        self.rows: Optional[torch.Tensor] = None
-        self.weight: Optional[torch.Tensor] = None  # the restricted copies, while rows is set
+        self.active = False
+        self.weight: Optional[torch.Tensor] = None  # the restricted copies
         self.bias: Optional[torch.Tensor] = None
+        self.packed: Optional[PackedLinear] = None
 
-    def restrict(self, rows: Optional[torch.Tensor]) -> None:
-        self.rows = rows
-        if rows is None:
-            self.weight = self.bias = None
-            return
+    def restrict(self, rows: torch.Tensor) -> None:
+        """The rows to compute while active, from now on."""
         self.weight = self.full_weight.detach().index_select(0, rows)
         self.bias = None if self.full_bias is None else self.full_bias.detach().index_select(0, rows)
+        self.packed = PackedLinear(self.weight, self.bias) if isinstance(self.layer, PackedLinear) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.weight is None:
+        if not self.active or self.weight is None:
             return self.layer(x)
+        if self.packed is not None:
+            return self.packed(x)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -117,17 +120,19 @@ class Shortlisted(Seq2Seq):
 
     def encode(self, batch: Batch) -> DecoderState:
         self.batch_ids = self.shortlist.ids(batch[self.stream].data)
+        for layer in self.layers:
+            layer.restrict(self.batch_ids)
         return self.model.encode(batch)
 
     @contextmanager
     def _restricted(self) -> Iterator[None]:
         for layer in self.layers:
-            layer.restrict(self.batch_ids)
+            layer.active = True
         try:
             yield
         finally:
             for layer in self.layers:
-                layer.restrict(None)
+                layer.active = False
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         assert self.batch_ids is not None, "encode a batch first"

@@ -21,7 +21,7 @@ needs_packing = pytest.mark.skipif(not packable(), reason="this PyTorch has no o
 def test_a_packed_linear_layer_computes_the_plain_one(bias):
     torch.manual_seed(0)
     plain = torch.nn.Linear(24, 40, bias=bias)
-    packed = PackedLinear(plain)
+    packed = PackedLinear(plain.weight, plain.bias)
     assert packed.weight is plain.weight and packed.bias is plain.bias
     with torch.no_grad():
         for shape in [(1, 24), (5, 24), (3, 7, 24), (600, 24)]:  # one row and many go the plain way
