@@ -55,9 +55,11 @@ def main() -> None:
     model = loaded.model
     if args.shortlist:
         from nmtkit.search.shortlist import Shortlist, Shortlisted
+        from nmtkit.tools.lexicon import load_translations
 
-        model = Shortlisted(model, Shortlist.from_file(args.shortlist, loaded.vocabs["src"], loaded.tgt_vocab),
-                            len(loaded.tgt_vocab))
+        shortlist = Shortlist.from_translations(load_translations(args.shortlist, 100), loaded.vocabs["src"],
+                                                loaded.tgt_vocab)
+        model = Shortlisted(model, shortlist, len(loaded.tgt_vocab))
     model, _ = for_inference(model, "fp32", torch.device("cpu"))
     lines = open(args.input, "rb").read().splitlines(keepends=True)
     lines = lines[:args.lines] if args.lines else lines

@@ -6,17 +6,18 @@ the optimisers or the distributed set-up.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
 from nmtkit.checkpoint import FOR_DECODING, checkpoint_meta, checkpoint_vocabs, first_mismatch, load_checkpoint
-from nmtkit.data.streams import TARGET, CorpusMeta
+from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.search.ensemble import Ensemble, StreamNames, normalised_weights
 
 
 @dataclass
@@ -53,3 +54,39 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
     model.load_state_dict(ckpt["model"])
     model.to(device or torch.device("cpu")).eval()
     return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"), ckpt.get("ape_edits"))
+
+
+def _reads_alike(first: LoadedModel, other: LoadedModel, stream: str) -> bool:
+    """Whether two models make the same input of a line's field for ``stream``: the same vocabulary, or the same
+    image features."""
+    kind = first.meta.streams[stream].kind
+    if other.meta.streams[stream].kind != kind:
+        return False
+    if kind != TOKENS:
+        return first.images == other.images
+    a, b = first.vocabs[stream], other.vocabs[stream]
+    return len(a) == len(b) and a.id_to_token(range(len(a))) == b.id_to_token(range(len(b)))
+
+
+def ensemble_of(members: Sequence[LoadedModel], paths: Sequence[str], weights: Optional[Sequence[float]] = None,
+                attention_from: int = 0) -> LoadedModel:
+    """Loaded models as one ensemble model: they must read the same inputs and share the target vocabulary (else a
+    one-line error naming the model); the first member's vocabularies, corpus and records describe the ensemble."""
+    first = members[0]
+    streams: list[StreamNames] = []
+    for k, (member, path) in enumerate(zip(members, paths)):
+        if member.model.inputs != first.model.inputs:
+            raise NmtkitError(f"-m {path}: a {member.config['arch']} model reading {', '.join(member.model.inputs)}; "
+                              f"an ensemble's models read the same inputs ({paths[0]}: "
+                              f"{', '.join(first.model.inputs)})", exit_code=2)
+        if not _reads_alike(first, member, TARGET):
+            raise NmtkitError(f"-m {path}: its target vocabulary differs from that of {paths[0]}; the models of an "
+                              "ensemble share one target vocabulary", exit_code=2)
+        if member.ape_edits != first.ape_edits:
+            raise NmtkitError(f"-m {path}: outputs {'edit operations' if member.ape_edits else 'text'}, "
+                              f"{paths[0]} does not; an ensemble's models output the same", exit_code=2)
+        streams.append({s: s if k == 0 or _reads_alike(first, member, s) else f"{s}@{k + 1}"
+                        for s in member.model.inputs})
+    model = Ensemble([m.model for m in members], normalised_weights(weights, len(members)), streams, attention_from)
+    return LoadedModel(model, first.vocabs, first.config, first.meta, first.images, first.ape_edits)
+

@@ -119,13 +119,15 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
 
     def shortlisted(loaded):
         from nmtkit.search.shortlist import Shortlist, Shortlisted
+        from nmtkit.tools.lexicon import load_translations
 
         stream = loaded.model.inputs[0]
         if stream not in loaded.vocabs:
             raise NmtkitError(f"--shortlist: this {loaded.config['arch']} model's first input ({stream}) is not text",
                               exit_code=2)
-        shortlist = Shortlist.from_file(shortlist_path, loaded.vocabs[stream], loaded.tgt_vocab, shortlist_first,
-                                        shortlist_best)
+        shortlist = Shortlist.from_translations(load_translations(shortlist_path, shortlist_best),
+                                                loaded.vocabs[stream], loaded.tgt_vocab, shortlist_first,
+                                                shortlist_best, shortlist_path)
         return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
 
     decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b,
@@ -223,7 +225,8 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     if len(members) == 1:
         loaded, source = members[0], sources[0]
     else:
-        from nmtkit.search.ensemble import ensemble_of, ensemble_sources
+        from nmtkit.inference import ensemble_of
+        from nmtkit.search.ensemble import ensemble_sources
 
         loaded = ensemble_of(members, model_paths, given, attention_model - 1)
         source = ensemble_sources(sources, loaded.model)

@@ -15,20 +15,18 @@ what ``encode`` computes (the greedy reverse pass of two-pass models) sees the w
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nmtkit.data.batching import Batch
-from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import SPECIALS, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
 from nmtkit.models.state import DecoderState
 from nmtkit.search.precision import PackedLinear
-from nmtkit.tools.lexicon import load_translations
 
 
 class Shortlist:
@@ -39,21 +37,22 @@ class Shortlist:
         self.table, self.always = table, always
 
     @classmethod
-    def from_file(cls, path: PathLike, src_vocab: Vocab, tgt_vocab: Vocab, first: int = 100,
-                  best: int = 100) -> "Shortlist":
-        """The shortlist of a lexical table file, for a model's source and target vocabularies (entries of words
-        outside them are left out)."""
+    def from_translations(cls, translations: Mapping[str, Sequence[str]], src_vocab: Vocab, tgt_vocab: Vocab,
+                          first: int = 100, best: int = 100, name: str = "the table") -> "Shortlist":
+        """The shortlist of a lexical table (each source word's target words, best first:
+        :func:`nmtkit.tools.lexicon.load_translations`) for a model's source and target vocabularies (entries of
+        words outside them are left out); ``name`` names the table in errors."""
         src_index = {token: i for i, token in enumerate(src_vocab.id_to_token(range(len(src_vocab))))}
         tgt_index = {token: i for i, token in enumerate(tgt_vocab.id_to_token(range(len(tgt_vocab))))}
         table = torch.full((len(src_vocab), best), SPECIALS.index("</s>"), dtype=torch.long)
         found = 0
-        for word, translations in load_translations(path, len(tgt_vocab)).items():
-            ids = [tgt_index[t] for t in translations if t in tgt_index][:best]
+        for word, options in translations.items():
+            ids = [tgt_index[t] for t in options if t in tgt_index][:best]
             if word in src_index and ids:
                 table[src_index[word], :len(ids)] = torch.tensor(ids)
                 found += 1
         if not found:
-            raise NmtkitError(f"--shortlist {path}: no entry pairs a source word of the model with a target word of "
+            raise NmtkitError(f"--shortlist {name}: no entry pairs a source word of the model with a target word of "
                               "it; is the table for this model's segmentation (e.g. SentencePiece pieces)?", exit_code=2)
         return cls(table, torch.arange(min(len(tgt_vocab), len(SPECIALS) + first)))
 

@@ -9,10 +9,10 @@ from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import WordVocab
 from nmtkit.errors import NmtkitError
-from nmtkit.inference import LoadedModel
+from nmtkit.inference import LoadedModel, ensemble_of
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
-from nmtkit.search.ensemble import Ensemble, EnsembleSources, ensemble_of, ensemble_sources, normalised_weights
+from nmtkit.search.ensemble import Ensemble, EnsembleSources, ensemble_sources, normalised_weights
 from nmtkit.search.sources import TextSource
 from tests.conftest import TINY_CONFIG
 from tests.models.test_transformer import TINY as TINY_TRANSFORMER

@@ -15,6 +15,7 @@ from nmtkit.search import beam_search, greedy_search
 from nmtkit.search.precision import for_inference, packable
 from nmtkit.search.shortlist import Shortlist, Shortlisted
 from nmtkit.search.translator import SearchOptions, search_batch
+from nmtkit.tools.lexicon import load_translations
 from tests.conftest import TINY_CONFIG
 from tests.models.test_transformer import TINY as TINY_TRANSFORMER
 
@@ -127,13 +128,13 @@ def test_a_table_file_gives_each_source_words_best_translations(tmp_path):
     (tmp_path / "lex").write_text("haus house 0.7\nhaus home 0.2\nhaus building 0.1\nrot red 0.9\n"
                                   "blau blue 0.8\nhaus hut 0.05\n")
     src, tgt = WordVocab(["haus", "rot", "grün"]), WordVocab(["the", "house", "home", "building", "hut", "red"])
-    shortlist = Shortlist.from_file(tmp_path / "lex", src, tgt, first=1, best=2)
+    shortlist = Shortlist.from_translations(load_translations(tmp_path / "lex", 2), src, tgt, first=1, best=2)
     assert shortlist.always.tolist() == [0, 1, 2, 3, 4]  # the specials and "the"
     assert shortlist.table[4].tolist() == [5, 6] and shortlist.table[5].tolist() == [9, EOS]
     assert shortlist.table[6].tolist() == [EOS, EOS]  # grün: no entry; blau: not a source word of the model
     (tmp_path / "other").write_text("x y 1\n")
     with pytest.raises(NmtkitError, match="no entry pairs a source word of the model with a target word"):
-        Shortlist.from_file(tmp_path / "other", src, tgt)
+        Shortlist.from_translations(load_translations(tmp_path / "other", 2), src, tgt)
 
 
 def test_a_model_without_the_text_input_is_refused():
