@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 
 import torch
+from rates import matmul_rate  # bench/rates.py: the script's folder is on the path
 from torch import nn
 
 import nmtkit.search.beam as beam_module
@@ -26,17 +27,6 @@ from nmtkit.models.state import DecoderState
 from nmtkit.search.precision import PackedLinear, for_inference
 from nmtkit.search.sources import model_sources
 from nmtkit.search.translator import SearchOptions, translate_inputs
-
-
-def matmul_rate(rows: int, inner: int, out: int, repeats: int = 30) -> float:
-    """Multiply-adds per second of a [rows, inner] x [inner, out] product, best of ``repeats``."""
-    a, b = torch.randn(rows, inner), torch.randn(inner, out)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return rows * inner * out / best
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import statistics
 import time
 
 import torch
+from rates import matmul_rate  # bench/rates.py: the script's folder is on the path
 from torch import nn
 
 from nmtkit.data.batching import make_batch
@@ -25,17 +26,6 @@ from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 
 VOCAB = 8000
-
-
-def matmul_rate(rows: int, inner: int, out: int, repeats: int = 20) -> float:
-    """Multiply-adds per second of a [rows, inner] x [inner, out] product, best of ``repeats``."""
-    a, b = torch.randn(rows, inner), torch.randn(inner, out)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return rows * inner * out / best
 
 
 def main() -> None:
