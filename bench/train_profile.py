@@ -5,10 +5,10 @@
 The rnnsearch of ../shared/bench/PEERS.md (embeddings 256, BiGRU 256 per direction, GRU decoder 512, 8k
 vocabulary, dropout 0.2, Adam 1e-3, clip 1.0) on batches of 64 random sentence pairs of 18-26 tokens (the corpus's
 length-bucketed batches hold sentences of about one length): time in the forward pass, the loss, the backward
-pass, clipping and the optimiser step, median over ``--steps`` updates after 3 to warm up. The compute bound: the
-forward's multiply-adds in every ``nn.Linear`` (hooks: rows × in × out; the recurrences' hidden-to-hidden products
-are not counted, so it is a lower bound), three times over for forward and backward, against the machine's
-matrix-multiply rate at the output layer's shape.
+pass, clipping and the optimiser step, median over ``--steps`` updates after 3 to warm up. The compute bound: every
+matrix product of the forward and backward passes (``torch.utils.flop_counter``, which sees each ``mm``, ``addmm``,
+``bmm`` and ``baddbmm``, the recurrences' hidden-to-hidden products included), counted once per batch shape outside
+the timed steps, against the machine's matrix-multiply rate at the output layer's shape.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import time
 import torch
 from rates import matmul_rate  # bench/rates.py: the script's folder is on the path
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
@@ -46,19 +47,24 @@ def main() -> None:
         return make_batch([torch.randint(4, VOCAB, (n,), generator=g).tolist() for _ in range(64)],
                           [torch.randint(4, VOCAB, (n,), generator=g).tolist() for _ in range(64)])
 
-    macs = [0]
+    flops_of_length: dict[int, int] = {}
 
-    def count(module, inputs, output):
-        macs[0] += inputs[0].numel() // module.in_features * module.in_features * module.out_features
+    def flops(b) -> int:
+        """Floating-point operations of the forward and backward passes of batch ``b`` (counted once per length)."""
+        length = b.tgt_out.shape[1]
+        if length not in flops_of_length:
+            counter = FlopCounterMode(display=False)
+            with counter:
+                (cross_entropy(model(b).logits, b.tgt_out) / b.tgt_tokens).backward()
+            optimizer.zero_grad(set_to_none=True)
+            flops_of_length[length] = counter.get_total_flops()
+        return flops_of_length[length]
 
-    for module in model.modules():
-        if isinstance(module, nn.Linear):
-            module.register_forward_hook(count)
     phases: dict[str, list[float]] = {k: [] for k in ("forward", "loss", "backward", "clip", "optimiser step")}
-    tokens, per_step_macs = [], []
+    tokens, per_step_flops = [], []
     for step in range(args.steps + 3):
         b = batch()
-        macs[0] = 0
+        step_flops = flops(b)
         t0 = time.perf_counter()
         logits = model(b).logits
         t1 = time.perf_counter()
@@ -76,21 +82,19 @@ def main() -> None:
             for name, (a, z) in zip(phases, [(t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)]):
                 phases[name].append(z - a)
             tokens.append(n)
-            per_step_macs.append(macs[0])
+            per_step_flops.append(step_flops)
     step_time = sum(statistics.median(v) for v in phases.values())
     tok = statistics.median(tokens)
     print(f"{args.arch}, batch 64, {args.threads} threads: median step {step_time * 1000:.0f} ms, "
           f"{tok / step_time:,.0f} target tokens/s")
     for name, values in phases.items():
         print(f"  {name:16s} {statistics.median(values) * 1000:7.1f} ms  {100 * statistics.median(values) / step_time:5.1f}%")
-    # products that are not nn.Linear calls (the recurrences' hidden-to-hidden weights) are not counted, so the
-    # bound is a lower one and its share of the step an underestimate
-    forward_macs = statistics.median(per_step_macs)
-    rate = matmul_rate(64 * 22, 512 // 2, VOCAB)
-    bound = 3 * forward_macs / rate
-    print(f"linear layers' multiply-adds per target token, forward: {forward_macs / tok / 1e6:.2f} M; "
-          f"matrix multiply at the output layer's shape: {2 * rate / 1e9:.0f} GFLOP/s; compute bound of the step "
-          f"(3 × forward) {bound * 1000:.0f} ms, {100 * bound / step_time:.0f}% of its time")
+    step_flops = statistics.median(per_step_flops)
+    rate = 2 * matmul_rate(64 * 22, 512 // 2, VOCAB)  # floating-point operations per second
+    bound = step_flops / rate
+    print(f"matrix products per target token, forward and backward: {step_flops / tok / 1e6:.1f} MFLOP; "
+          f"matrix multiply at the output layer's shape: {rate / 1e9:.0f} GFLOP/s; compute bound of the step "
+          f"{bound * 1000:.0f} ms, {100 * bound / step_time:.0f}% of its time")
 
 
 if __name__ == "__main__":
