@@ -5,10 +5,12 @@
 #   models NAME...: train models for STEPS updates (default 1500; fixed, so a slow sitting changes nothing) with
 #            THREADS threads (default 2; 1 for two side by side): sp8k.s1 and sp8k.s2 (seeds 1 and 2 on the peers'
 #            SentencePiece 8k corpus), word.s1 (every word of the training data as vocabulary: sacrebleu's 13a tokens,
-#            24,335 German words, the largest vocabulary this corpus has)
+#            24,335 German words, the largest vocabulary this corpus has), multi.s1 (English into German and French,
+#            lo-ende and lo-enfr, 13a tokens, a target tag <2de>/<2fr> opening each source line: a 32,000-word target
+#            vocabulary out of the two languages' 36,499 words, for the shortlist's 32k-word model; tested on en-de)
 #   ensemble: test BLEU and decoding speed, beam 5, of sp8k.s1, sp8k.s2 and the two as an ensemble
 #   shortlist: lexical tables by nmtkit align on each corpus's segmented training data, then test BLEU and decoding
-#            speed of sp8k.s1 and word.s1, beam 5 and greedy, with the full output layer and with each FIRST:BEST
+#            speed of each model of MODELS (default "sp8k.s1 word.s1"), beam 5 and greedy, with the full output layer and with each FIRST:BEST
 #            shortlist of SHORTLISTS (default "100:100 100:50 50:20"), alternately, ROUNDS times (default 2); MODES
 #            (default "beam5 greedy") picks the searches
 #   peers:   nmtkit's sp8k.s1 and OpenNMT-py's model (bench/opennmt_lo_ende.sh train, as many updates) decoding the
@@ -33,6 +35,22 @@ tokenized() {  # the word-level corpus: sacrebleu's 13a tokenizer on every side,
     --vocab word:32000 --max-len 80 -o "$dir/word" --overwrite
 }
 
+multilingual() {  # English into German and French: 13a tokens, a target tag on each source line, 32,000 target words
+  [ -f "$dir/multi/manifest.json" ] && return
+  tokenized
+  tokenized13a "$shared/data/lo-enfr" "$dir/tok-fr" en fr
+  local m=$dir/multi-text f
+  mkdir -p "$m"
+  for f in train dev test; do  # dev and test: German only
+    sed 's/^/<2de> /' "$dir/tok/$f.en" > "$m/$f.en"
+    cp "$dir/tok/$f.de" "$m/$f.xx"
+  done
+  sed 's/^/<2fr> /' "$dir/tok-fr/train.en" >> "$m/train.en"
+  cat "$dir/tok-fr/train.fr" >> "$m/train.xx"
+  nmtkit preprocess --train "$m/train" --valid "$m/dev" --test "$m/test" --src en --tgt xx \
+    --vocab word:32000 --max-len 80 -o "$dir/multi" --overwrite
+}
+
 segmented() {  # the SentencePiece pieces of the peers' training data, for nmtkit align
   [ -f "$dir/sp/train.de" ] && return
   mkdir -p "$dir/sp"
@@ -46,9 +64,9 @@ for line in sys.stdin:
 }
 
 # the test input, reference and shortlist table of a model by name
-input_of() { case $1 in word.*) echo "$dir/tok/test.en" ;; *) echo "$data/test.en" ;; esac; }
-ref_of() { case $1 in word.*) echo "$dir/tok/test.de" ;; *) echo "$data/test.de" ;; esac; }
-table_of() { case $1 in word.*) echo "$dir/word.lex" ;; *) echo "$dir/sp8k.lex" ;; esac; }
+input_of() { case $1 in word.*) echo "$dir/tok/test.en" ;; multi.*) echo "$dir/multi-text/test.en" ;; *) echo "$data/test.en" ;; esac; }
+ref_of() { case $1 in word.* | multi.*) echo "$dir/tok/test.de" ;; *) echo "$data/test.de" ;; esac; }
+table_of() { case $1 in word.*) echo "$dir/word.lex" ;; multi.*) echo "$dir/multi.lex" ;; *) echo "$dir/sp8k.lex" ;; esac; }
 
 case $what in
 models)
@@ -57,7 +75,8 @@ models)
     case $name in
       sp8k.s*) corpus=$runs/corpus ;;
       word.s*) tokenized; corpus=$dir/word ;;
-      *) echo "error: models: unknown model $name (sp8k.sN or word.sN)" >&2; exit 2 ;;
+      multi.s*) multilingual; corpus=$dir/multi ;;
+      *) echo "error: models: unknown model $name (sp8k.sN, word.sN or multi.sN)" >&2; exit 2 ;;
     esac
     [ -f "$dir/$name/done" ] && continue
     resume=(); [ -f "$dir/$name/last.pt" ] && resume=(--resume)
@@ -75,11 +94,13 @@ ensemble)
     -m "$dir/sp8k.s2/last.pt" --beam 5 ;;
 shortlist)
   export OMP_NUM_THREADS=2
-  segmented; tokenized
+  segmented; tokenized; multilingual
   [ -f "$dir/sp8k.lex" ] || nmtkit align --src "$dir/sp/train.en" --tgt "$dir/sp/train.de" -o "$dir/sp8k.lex"
   [ -f "$dir/word.lex" ] || nmtkit align --src "$dir/tok/train.en" --tgt "$dir/tok/train.de" -o "$dir/word.lex"
+  [ -f "$dir/multi.lex" ] || nmtkit align --src "$dir/multi-text/train.en" --tgt "$dir/multi-text/train.xx" \
+    -o "$dir/multi.lex"
   for round in $(seq "${ROUNDS:-2}"); do
-    for run in sp8k.s1 word.s1; do
+    for run in ${MODELS:-sp8k.s1 word.s1}; do
       for tag in ${MODES:-beam5 greedy}; do
         mode=$([ "$tag" = greedy ] && echo --greedy || echo --beam 5)
         # shellcheck disable=SC2086

@@ -4,12 +4,14 @@
 rnnsearch_peers=(--arch rnnsearch --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64
                  --optimizer adam --lr 0.001 --clip-norm 1.0)
 
-# tokenized13a DIR OUT: sacrebleu's 13a tokens of DIR/{train,dev,test}.{en,de}, into OUT/ (the word-level corpora)
+# tokenized13a DIR OUT [LANG...]: sacrebleu's 13a tokens of DIR/{train,dev,test}.LANG (default en and de), into OUT/
+# (the word-level corpora)
 tokenized13a() {
-  local f l
+  local f l langs=("${@:3}")
+  [ ${#langs[@]} -gt 0 ] || langs=(en de)
   mkdir -p "$2"
   for f in train dev test; do
-    for l in en de; do
+    for l in "${langs[@]}"; do
       python -c "
 import sys
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
