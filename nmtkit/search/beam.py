@@ -5,6 +5,10 @@ finalises those that end with ``</s>`` among the first K, and keeps the K best o
 A sentence is done when it has K finished hypotheses (or reaches its length limit, where
 ``</s>`` is forced); done sentences leave the batch. Finished hypotheses are ranked by
 log-probability / length^alpha (``alpha = length_penalty``; 0 ranks by raw probability).
+
+A step reads one pair of flags from the device (whether any candidate finished, whether any
+sentence is done); it reads more only in steps where hypotheses finish. Length limits are
+checked against a host copy of the nearest one.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
     history: dict[str, torch.Tensor] = {}
     finished: list[list[Hypothesis]] = [[] for _ in range(n)]
     count = torch.zeros(n, dtype=torch.long, device=device)  # finished hypotheses of each sentence
+    nearest_limit = int(limit.min())  # of the live sentences, on the host
     t = 0
     while sent.numel():
         b = sent.numel()
@@ -43,7 +48,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
         vocab = lp.size(1)
         lp = lp.view(b, k, vocab)
         forced = limit[sent] <= t
-        if forced.any():
+        if nearest_limit <= t:
             eos_only = torch.arange(vocab, device=device) == EOS
             lp[forced] = torch.where(eos_only, lp[forced], -torch.inf)
         t += 1
@@ -53,10 +58,12 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
         row_base = torch.arange(b, device=device).unsqueeze(1) * k
         # finalise </s> candidates ranked among the first k
         final = is_eos[:, :k] & torch.isfinite(cand[:, :k])
-        if final.any():
+        count.index_add_(0, sent, final.sum(1))
+        done = (count[sent] >= k) | forced
+        any_final, any_done = torch.stack([final.any(), done.any()]).tolist()  # the step's one read
+        if any_final:
             i, j = final.nonzero(as_tuple=True)
             ended = sent[i]
-            count.index_add_(0, ended, torch.ones_like(ended))
             final_rows = (row_base[i, 0] + origin[i, j]).tolist()
             divisor = t ** length_penalty if length_penalty else 1.0
             for s, row, words, logprob in zip(ended.tolist(), final_rows, tokens[final_rows].tolist(),
@@ -66,11 +73,10 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
         scores, pick = cand.masked_fill(is_eos, -torch.inf).topk(k, dim=1)
         rows = row_base + origin.gather(1, pick)
         prev = word.gather(1, pick)
-        done = (count[sent] >= k) | forced
-        any_done = bool(done.any())
         if any_done:  # done sentences leave the batch
             keep = (~done).nonzero().flatten()
             sent, scores, rows, prev = sent[keep], scores[keep], rows[keep], prev[keep]
+            nearest_limit = int(limit[sent].min()) if sent.numel() else 0
         rows, prev = rows.view(-1), prev.view(-1)
         tokens = torch.cat([tokens[rows], prev.unsqueeze(1)], 1)
         state = state.reorder(rows, within_sentences=not any_done)

@@ -24,13 +24,14 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
     logprob = torch.zeros(n, device=device)
     history: dict[str, torch.Tensor] = {}
     results: list[list[Hypothesis]] = [[] for _ in range(n)]
+    nearest_limit = int(limit.min())  # of the live sentences, on the host: a step reads only ``done.any()``
     t = 0
     while active.numel():
         lp, state, attn = model.decode_step(prev, state)
         if attention:
             history = append_attention(history, attn)
-        forced = limit[active] <= t
-        if forced.any():
+        if nearest_limit <= t:
+            forced = limit[active] <= t
             lp[forced] = torch.where(torch.arange(lp.size(1), device=lp.device) == EOS, lp[forced], -torch.inf)
         best, prev = top_k(lp, 1)
         best, prev = best[:, 0], prev[:, 0]
@@ -39,12 +40,13 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
         t += 1
         done = prev == EOS
         if done.any():
-            for row in done.nonzero().flatten().tolist():
-                i = int(active[row])
-                results[i] = [Hypothesis(tokens[row, :-1].tolist(), float(logprob[row]), float(logprob[row]),
-                                         collect_attention(history, row, t))]
+            rows = done.nonzero().flatten()
+            for row, i, words, score in zip(rows.tolist(), active[rows].tolist(), tokens[rows, :-1].tolist(),
+                                            logprob[rows].tolist()):
+                results[i] = [Hypothesis(words, score, score, collect_attention(history, row, t))]
             keep = (~done).nonzero().flatten()
             active, prev, tokens, logprob = active[keep], prev[keep], tokens[keep], logprob[keep]
             state = state.reorder(keep)
             history = {k: v[keep] for k, v in history.items()}
+            nearest_limit = int(limit[active].min()) if active.numel() else 0
     return results

@@ -5,6 +5,7 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import EOS
 from nmtkit.search import beam_search, greedy_search
+from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
 
 # Sentence 0: the most probable output is empty, but per token [4, 7] is better. Every step has at
@@ -91,3 +92,15 @@ def test_a_finished_candidate_never_continues_as_a_live_hypothesis():
     hyps = beam_search(ScriptedModel(scripts={0: script}), make_batch([[4, 5, 6], [7]]), 4, 4, 1.5, 10, 0.0)[0]
     assert sorted(tuple(h.tokens) for h in hyps) == [(), (4,), (5, 6), (5, 6, 7)]
     assert all(EOS not in h.tokens for h in hyps)
+
+
+def test_a_step_reads_the_device_once_until_hypotheses_finish():
+    """Before the length limit, each step reads one pair of flags (no finished candidate, no done sentence); the
+    step at the limit reads more, to finalise."""
+    reads = HostReads("nmtkit/search/beam.py")
+    with reads:
+        hyps = beam_search(LateEnd(reads), make_batch([[4, 5, 6, 7]] * 6), 3, 3, 1.5, 2, 1.0)
+    assert all(len(h[0].tokens) == limit([4, 5, 6, 7], 1.5, 2) for h in hyps)
+    assert len(reads.steps) == limit([4, 5, 6, 7], 1.5, 2) + 1
+    assert reads.steps[:-1] == [1] * (len(reads.steps) - 1)
+    assert reads.steps[-1] > 1

@@ -5,6 +5,7 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import EOS
 from nmtkit.search import greedy_search
+from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
 
 
@@ -40,3 +41,15 @@ def test_length_limit_is_reached_and_respected():
     limits = [limit(s, 0.5, 1) for s in src]
     assert all(n <= m for n, m in zip(lengths, limits))
     assert any(n == m for n, m in zip(lengths, limits))
+
+
+def test_a_step_reads_the_device_once_until_sentences_end():
+    """Before the length limit, each step reads one flag (whether a sentence ended); the step at the limit reads
+    more, to collect the outputs."""
+    reads = HostReads("nmtkit/search/greedy.py")
+    with reads:
+        hyps = greedy_search(LateEnd(reads), make_batch([[4, 5, 6, 7]] * 6), 1.5, 2)
+    assert all(len(h[0].tokens) == limit([4, 5, 6, 7], 1.5, 2) for h in hyps)
+    assert len(reads.steps) == limit([4, 5, 6, 7], 1.5, 2) + 1
+    assert reads.steps[:-1] == [1] * (len(reads.steps) - 1)
+    assert reads.steps[-1] > 1
