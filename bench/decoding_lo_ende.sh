@@ -10,9 +10,9 @@
 #            vocabulary out of the two languages' 36,499 words, for the shortlist's 32k-word model; tested on en-de)
 #   ensemble: test BLEU and decoding speed, beam 5, of sp8k.s1, sp8k.s2 and the two as an ensemble
 #   shortlist: lexical tables by nmtkit align on each corpus's segmented training data, then test BLEU and decoding
-#            speed of each model of MODELS (default "sp8k.s1 word.s1"), beam 5 and greedy, with the full output layer and with each FIRST:BEST
-#            shortlist of SHORTLISTS (default "100:100 100:50 50:20"), alternately, ROUNDS times (default 2); MODES
-#            (default "beam5 greedy") picks the searches
+#            speed of each model of MODELS (default "sp8k.s1 word.s1"), beam 5 and greedy, with the full output
+#            layer and with each FIRST:BEST shortlist of SHORTLISTS (default "100:100 100:50 50:20"), alternately,
+#            ROUNDS times (default 2); MODES (default "beam5 greedy") picks the searches
 #   peers:   nmtkit's sp8k.s1 and OpenNMT-py's model (bench/opennmt_lo_ende.sh train, as many updates) decoding the
 #            test set, greedy and beam 5, each toolkit's defaults otherwise, alternately, ROUNDS times
 #   profile: bench/beam_profile.py on sp8k.s1 and the test set, beam 5 and greedy
@@ -64,7 +64,9 @@ for line in sys.stdin:
 }
 
 # the test input, reference and shortlist table of a model by name
-input_of() { case $1 in word.*) echo "$dir/tok/test.en" ;; multi.*) echo "$dir/multi-text/test.en" ;; *) echo "$data/test.en" ;; esac; }
+input_of() {
+  case $1 in word.*) echo "$dir/tok/test.en" ;; multi.*) echo "$dir/multi-text/test.en" ;; *) echo "$data/test.en" ;; esac
+}
 ref_of() { case $1 in word.* | multi.*) echo "$dir/tok/test.de" ;; *) echo "$data/test.de" ;; esac; }
 table_of() { case $1 in word.*) echo "$dir/word.lex" ;; multi.*) echo "$dir/multi.lex" ;; *) echo "$dir/sp8k.lex" ;; esac; }
 
