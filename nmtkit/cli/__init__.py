@@ -1,10 +1,12 @@
 """The ``nmtkit`` command: one thin module per subcommand."""
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
 import threading
+from typing import Iterator
 
 import click
 
@@ -91,26 +93,40 @@ def main() -> None:
     """
 
 
-def _register() -> None:
-    from nmtkit.cli import (
-        align,
-        average,
-        bucket_bleu,
-        caption,
-        check_corpus,
-        demo_corpus,
-        export,
-        plot_attn,
-        preprocess,
-        replace_unk,
-        score,
-        train,
-        translate,
-    )
+class LazyCommands(dict):
+    """The subcommands by name, each module imported when its command is first asked for: ``nmtkit score`` does
+    not pay for importing torch, which only the commands that run models need."""
 
-    for module in (preprocess, check_corpus, train, average, translate, caption, export, score, replace_unk,
-                   bucket_bleu, plot_attn, align, demo_corpus):
-        main.add_command(module.command)
+    def __init__(self, modules: dict[str, str]):
+        super().__init__()
+        self.modules = modules
+
+    def __missing__(self, name: str) -> click.Command:
+        self[name] = importlib.import_module(f"nmtkit.cli.{self.modules[name]}").command
+        return self[name]
+
+    def get(self, name, default=None):
+        return self[name] if name in self.modules else default
+
+    def __contains__(self, name) -> bool:
+        return name in self.modules
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.modules)
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def keys(self):
+        return self.modules.keys()
+
+    def items(self):
+        return [(name, self[name]) for name in self.modules]
+
+    def values(self):
+        return [self[name] for name in self.modules]
 
 
-_register()
+main.commands = LazyCommands({name: name.replace("-", "_") for name in (
+    "preprocess", "check-corpus", "train", "average", "translate", "caption", "export", "score", "replace-unk",
+    "bucket-bleu", "plot-attn", "align", "demo-corpus")})

@@ -1,4 +1,7 @@
 """The command group, --help everywhere, --version, and demo-corpus."""
+import subprocess
+import sys
+
 import pytest
 
 from nmtkit import __version__
@@ -14,6 +17,22 @@ def test_version():
 def test_every_subcommand_has_help(command):
     r = run([command, "--help"])
     assert "Usage: " in r.stdout and len(r.stdout) > 200
+
+
+def test_commands_without_models_do_not_import_torch(tmp_path):
+    """Subcommands are imported on use, so scoring a file (as in ``translate | score`` pipelines) starts in a
+    fraction of a second instead of loading torch; only the commands that run models load it."""
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text("a b c\n")
+    code = ("import sys; from nmtkit.cli import main\n"
+            "try: main(sys.argv[1:])\nexcept SystemExit as e: assert not e.code, e.code\n"
+            "print('torch' in sys.modules)")
+    for args in (["score", "-r", hyp, "-i", hyp], ["score", "--metric", "ter", "-r", hyp, "-i", hyp],
+                 ["bucket-bleu", "--help"], ["translate", "--help"], ["caption", "--help"]):
+        out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=True)
+        assert out.stdout.splitlines()[-1] == "False", args
+    out = subprocess.run([sys.executable, "-c", code, "train", "--help"], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "True"  # the check sees torch where it is loaded
 
 
 def test_train_help_lists_the_architectures_and_each_one_its_own_options():
