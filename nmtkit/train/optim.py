@@ -9,11 +9,12 @@ OPTIMIZERS = ("adam", "adadelta", "sgd")
 DEFAULT_LR = {"adam": 0.001, "adadelta": 1.0, "sgd": 0.1}
 
 
-def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.0):
-    """Adam, Adadelta (rho 0.95, eps 1e-6 as in RNNSearch) or plain SGD."""
+def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,
+                   adam_betas: tuple[float, float] = (0.9, 0.999)):
+    """Adam (with ``adam_betas``), Adadelta (rho 0.95, eps 1e-6 as in RNNSearch) or plain SGD."""
     params = [p for p in params if p.requires_grad]
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.Adam(params, lr=lr, betas=adam_betas, weight_decay=weight_decay)
     if name == "adadelta":
         return torch.optim.Adadelta(params, lr=lr, rho=0.95, eps=1e-6, weight_decay=weight_decay)
     if name == "sgd":

@@ -82,7 +82,7 @@ class Trainer:
                 if isinstance(m, nn.Embedding):
                     m.weight.requires_grad_(False)
         self.optimizer = make_optimizer(config["optimizer"], self.model.parameters(), config["lr"],
-                                        config["weight_decay"])
+                                        config["weight_decay"], (config["adam_beta1"], config["adam_beta2"]))
         self.schedule = make_schedule(config, config["lr"])
         set_lr(self.optimizer, self.schedule.lr)
         self.stopping = EarlyStopping(config["decay_metric"], config["patience"])

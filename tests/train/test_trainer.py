@@ -213,3 +213,11 @@ def test_an_update_over_k_batches_equals_one_update_over_their_union(reverse_cor
         assert torch.allclose(a, b, atol=1e-6), name
     before = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "c"))).model
     assert not torch.allclose(next(before.parameters()), next(trainers[0].model.parameters()))
+
+
+def test_adam_betas_reach_the_optimiser(reverse_corpus, tmp_path):
+    """--adam-beta1/--adam-beta2 (a Transformer's 0.98) are the betas Adam updates with."""
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), adam_beta1=0.8, adam_beta2=0.98))
+    assert trainer.optimizer.param_groups[0]["betas"] == (0.8, 0.98)
+    assert Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "d"))).optimizer.param_groups[0][
+        "betas"] == (0.9, 0.999)
