@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import COUNT, DEVICE, POSITIVE
+from nmtkit.config import COUNT, DEVICE, POSITIVE, Range
 from nmtkit.data.images import ImageSpec
 from nmtkit.data.preprocess import SourceImages, VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
@@ -31,6 +31,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--vocab", metavar="KIND:SIZE",
               help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words) "
                    "[default: spm:8000; captions word:10000]")
+@click.option("--character-coverage", type=Checked(float, Range(0.98, 1)), default=0.9995, show_default=True,
+              help="spm: the share of the training text's characters that get their own piece; rarer ones become "
+                   "<unk> (1.0 for small alphabets, 0.9995 for Chinese or Japanese)")
 @click.option("--joint/--separate", default=None,
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
 @click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
@@ -82,7 +85,8 @@ def _text(o: dict) -> Path:
     if not o["src_images"] and (o["images"] or o["features"]):
         raise NmtkitError("--images and --features go with --src-images (an image list beside the text) or with "
                           "--captions", exit_code=2)
-    spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"])
+    spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"],
+                           character_coverage=o["character_coverage"])
     images = None
     if o["src_images"]:
         image_spec, given = _image_options(o)

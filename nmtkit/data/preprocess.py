@@ -44,6 +44,7 @@ class VocabSpec:
     joint: Optional[bool] = None  # default: joint for SentencePiece, separate for words
     src_file: Optional[PathLike] = None
     tgt_file: Optional[PathLike] = None
+    character_coverage: float = 0.9995  # SentencePiece: the share of the text's characters given their own piece
 
     @classmethod
     def parse(cls, text: str, **kw) -> "VocabSpec":
@@ -188,7 +189,7 @@ def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]
         if spec.kind.startswith("spm"):
             model_type = "bpe" if spec.kind == "spm-bpe" else "unigram"
             log(f"training SentencePiece {model_type} vocabulary of {spec.size} for {', '.join(group)}")
-            vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type)
+            vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type, spec.character_coverage)
         else:
             vocab = WordVocab.build(itertools.chain.from_iterable(iter_lines(f) for f in files), spec.size)
         if len(vocab) < FAR_SMALLER * spec.size:

@@ -1,6 +1,7 @@
 """nmtkit preprocess end to end and its bad inputs."""
 import json
 
+from nmtkit.data.vocab import UNK, load_vocab
 from tests.conftest import run
 
 
@@ -11,6 +12,21 @@ def test_preprocess_spm_with_test_split(text_dir, tmp_path):
     assert set(m["splits"]) == {"train", "valid", "test"} and m["streams"]["src"]["vocab_kind"] == "spm"
     assert m["splits"]["train"]["sentences"] + m["splits"]["train"]["dropped"]["too_long"] == 2000
     assert "dropped" in r.stderr and (tmp_path / "c" / "vocab.src.model").exists()
+
+
+def test_character_coverage(text_dir, tmp_path):
+    """A character seen once in the training text is <unk> at SentencePiece's default coverage, a piece at 1.0; a
+    coverage SentencePiece refuses is a one-line error naming the option."""
+    for lang in ("en", "de"):
+        (tmp_path / f"t.{lang}").write_text((text_dir / f"train.{lang}").read_text() + "ŋ\n")
+    base = ["preprocess", "--train", tmp_path / "t", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+            "--vocab", "spm:60"]
+    for coverage, unknown in ((None, True), (1.0, False)):
+        out = tmp_path / f"c{coverage}"
+        run([*base, "-o", out, *(["--character-coverage", coverage] if coverage else [])])
+        assert (UNK in load_vocab(out / "vocab.src.model").encode("ŋ")) == unknown
+    r = run([*base, "-o", tmp_path / "bad", "--character-coverage", 0.9], ok=False)
+    assert r.exit_code == 2 and "--character-coverage:" in r.stderr and not (tmp_path / "bad").exists()
 
 
 def test_mismatched_line_counts(text_dir, tmp_path):
