@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run
 from tests.recipes.mirror import WORDS, downloader, lines, parallel, run_recipe
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "wmt14_ende_luong.sh"
@@ -18,15 +19,16 @@ TINY = "--layers 1 --emb-size 8 --enc-size 8 --dec-size 8 --max-steps 2 --valid-
 
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
-    """The authors' files (tokenised text; vocabularies that leave out two words, so that <unk> occurs; the
-    dictionary of every word) and a downloader serving them by the URL's file name."""
+    """The authors' files (tokenised text; an English vocabulary that leaves out two words and a German one of
+    three, so that <unk> is most of the target and even a model of two updates writes it; the dictionary of every
+    word) and a downloader serving them by the URL's file name."""
     root = tmp_path_factory.mktemp("mirror")
     for name, (n, seed) in {"train": (40, 1), "newstest2013": (4, 2), "newstest2014": (5, 3)}.items():
         for lang, text in zip(("en", "de"), parallel(n, "de", seed)):
             (root / f"{name}.{lang}").write_text(lines(t.replace(",", " ,").replace(".", " .") for t in text))
     kept = sorted(WORDS)[2:]
     (root / "vocab.50K.en").write_text(lines(["<unk>", "<s>", "</s>", ",", "."] + kept))
-    (root / "vocab.50K.de").write_text(lines(["<unk>", "<s>", "</s>", ",", "."] + [WORDS[w][0] for w in kept]))
+    (root / "vocab.50K.de").write_text(lines(["<unk>", "<s>", "</s>", ",", "."] + [WORDS[w][0] for w in kept[:3]]))
     (root / "dict.en-de").write_text(lines(f"{w} {de}" for w, (de, _) in WORDS.items()))
     downloader(root, root)
     return root
@@ -60,7 +62,14 @@ def test_the_recipe_trains_a_variant_with_its_halved_epoch_and_prints_table_4(mi
     assert "lr: 1.0" in first and "max_epochs: 8" in first
     assert "lr: 0.5" in halved and "max_epochs: 1" in halved and "seed: 2" in halved
     assert f"warm start from {models}/lr-1/last.pt" in r.stderr
-    assert len((work / "out" / "local-p-general.test.unk.de").read_text().splitlines()) == 5
+    out = work / "out" / "local-p-general"
+    plain, replaced = (Path(f"{out}.{hyp}.de").read_text().splitlines() for hyp in ("test", "test.unk"))
+    assert len(plain) == len(replaced) == 5
+    assert "<unk>" in " ".join(plain) and "<unk>" not in " ".join(replaced)  # replaced from the dictionary
+    for hyp in ("test", "test.unk"):  # each BLEU scores its own output
+        expected = run(["score", "--metric", "bleu", "--tokenize", "none", "-r", work / "text" / "test.de",
+                        "-i", f"{out}.{hyp}.de", "--score-only"]).stdout.strip()
+        assert (work / "scores" / f"local-p-general.{hyp}.bleu").read_text().strip() == expected
     table = r.stdout.split("== Table 4 (Luong et al. 2015)")[1].splitlines()
     row = table[3].split()
     assert row[:5] == ["local-p", "(general)", "5.9", "19.0", "20.9"] and len(row) == 8
