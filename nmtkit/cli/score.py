@@ -78,6 +78,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     counts, paired with that line's inputs."""
     from nmtkit.data.batching import make_batch
     from nmtkit.data.captions import load_features
+    from nmtkit.data.edits import edit_operations
     from nmtkit.data.text import check_parallel, count_lines, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
@@ -106,12 +107,20 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
         check_input_count(loaded, len(src_paths), "--src")
         sources = model_sources(loaded, model_path, src_paths, max_input_len=sys.maxsize)
         lines = zip(*([line.encode() for line in read_lines(p)] for p in src_paths))
+    # a post-editing model's outputs are the edit operations turning its MT input into the reference
+    edited = loaded.model.inputs.index(loaded.ape_edits) if loaded.ape_edits else None
     pairs = []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
         if inputs is None:
             raise NmtkitError(f"{sources.name}:{n + 1}: an unusable input for perplexity")
-        pairs += [(inputs, loaded.tgt_vocab.encode(r)) for r in (refs.split("\t") if tab_refs else [refs])]
+        for ref in refs.split("\t") if tab_refs else [refs]:
+            if edited is not None:
+                try:
+                    ref = edit_operations(fields[edited].decode(), ref)
+                except ValueError as e:
+                    raise NmtkitError(f"{ref_path}:{n + 1}: {e}") from None
+            pairs.append((inputs, loaded.tgt_vocab.encode(ref)))
     order = sorted(range(len(pairs)), key=lambda i: sort_length(pairs[i][0]))
     chunks = (order[k:k + batch_size] for k in range(0, len(order), batch_size))
     batches = (make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk]) for chunk in chunks)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
-from nmtkit.data.edits import apply_edits
+from nmtkit.data.edits import apply_edits, edit_operations
 from nmtkit.inference import load_model
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.search.attention_file import AttentionFile
@@ -282,6 +282,27 @@ def test_a_post_editing_model_writes_its_edits_applied_to_the_mt(ape_ckpt, two_i
     texts = [row.split(" ||| ")[1] for row in nbest]
     assert len(texts) == 10 and texts[0::2] == lines
     assert not any("<keep>" in t or "<delete>" in t for t in texts)
+
+
+def test_perplexity_of_a_post_editing_model_scores_the_edit_operations(ape_ckpt, two_inputs, tmp_path):
+    """Its outputs are edit operations on mt: the reference post-edits are scored as the operations that make them;
+    a post-edit holding an operation's name cannot be, and is a one-line error naming its line."""
+    root = two_inputs
+    files = ["--src", root / "test.en", "--src", root / "test.mt"]
+    r = run(["score", "--metric", "ppl", "-m", ape_ckpt, *files, "-r", root / "test.de", "--score-only"])
+    loaded = load_model(ape_ckpt)
+    text = {name: (root / f"test.{name}").read_text().splitlines() for name in ("en", "mt", "de")}
+    batch = make_batch({"src": [loaded.vocabs["src"].encode(x) for x in text["en"]],
+                        "mt": [loaded.vocabs["mt"].encode(x) for x in text["mt"]]},
+                       [loaded.tgt_vocab.encode(edit_operations(m, d)) for m, d in zip(text["mt"], text["de"])])
+    with torch.no_grad():
+        expected = perplexity(*corpus_nll(loaded.model, [batch], "cpu"))
+    assert math.isfinite(expected) and float(r.stdout) == pytest.approx(expected, rel=1e-4)
+    bad = text["de"][:]
+    bad[2] = "<keep> " + bad[2]
+    (tmp_path / "bad.de").write_text("".join(line + "\n" for line in bad))
+    r = run(["score", "--metric", "ppl", "-m", ape_ckpt, *files, "-r", tmp_path / "bad.de"], ok=False)
+    assert r.exit_code == 1 and f"{tmp_path / 'bad.de'}:3: the post-edit word '<keep>'" in r.stderr
 
 
 def test_perplexity_of_a_model_with_two_inputs(two_source_ckpt, two_inputs):
