@@ -109,11 +109,15 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
         lines = zip(*([line.encode() for line in read_lines(p)] for p in src_paths))
     # a post-editing model's outputs are the edit operations turning its MT input into the reference
     edited = loaded.model.inputs.index(loaded.ape_edits) if loaded.ape_edits else None
-    pairs = []
+    pairs, waiting = [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
         if inputs is None:
             raise NmtkitError(f"{sources.name}:{n + 1}: an unusable input for perplexity")
+        waiting.append(inputs)
+        if len(waiting) >= (sources.chunk_size or 1):  # images: a chunk through the CNN at once
+            sources.finish(waiting)
+            waiting = []
         for ref in refs.split("\t") if tab_refs else [refs]:
             if edited is not None:
                 try:
@@ -121,6 +125,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
                 except ValueError as e:
                     raise NmtkitError(f"{ref_path}:{n + 1}: {e}") from None
             pairs.append((inputs, loaded.tgt_vocab.encode(ref)))
+    sources.finish(waiting)
     order = sorted(range(len(pairs)), key=lambda i: sort_length(pairs[i][0]))
     chunks = (order[k:k + batch_size] for k in range(0, len(order), batch_size))
     batches = (make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk]) for chunk in chunks)

@@ -138,8 +138,14 @@ class EnsembleSources:
             own = source.read(index, line)
             if own is None:
                 return None
+            source.finish([own])  # line by line: its items ready before they merge
             inputs.update({streams[stream]: item for stream, item in own.items() if k == 0 or streams[stream] != stream})
         return inputs
+
+    chunk_size = None  # any number of lines: :meth:`read` gives them ready
+
+    def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
+        """Nothing left to do: :meth:`read` finished each line's items."""
 
     def labels(self, inputs: Inputs) -> dict[str, list[str]]:
         source, streams = self.parts[self.labels_from]

@@ -4,7 +4,11 @@ output line); an unusable line also gets a warning naming it, and its number in 
 
 A model may read several inputs (``model.inputs``: ``src`` and ``mt`` for post-editing, ``src`` and ``image`` for
 multimodal translation): :class:`StreamSources` reads each line's fields, one per input, each with that stream's
-own source, into ``{stream: item}``; one-input lines go through it as one field."""
+own source, into ``{stream: item}``; one-input lines go through it as one field.
+
+Image inputs are read in two steps, so that the CNN sees a batch of images rather than one: ``read`` loads a line's
+image, and ``finish``, once a chunk of lines is read, turns the chunk's images into features (see
+:meth:`StreamSources.finish`; sources without a ``finish`` give their items ready)."""
 from __future__ import annotations
 
 import math
@@ -35,6 +39,9 @@ class Source(Protocol):
 
     def labels(self, item: Item) -> list[str]:
         """Names of the positions the model attends to, for attention files."""
+
+    # optional: ``finish(items) -> items``, what the items ``read`` gave become for the model (the features of
+    # loaded images), and ``chunk_size``, how many lines a chunk may hold while they wait for it
 
 
 def grid_labels(count: int) -> list[str]:
@@ -83,15 +90,19 @@ class TextSource:
 
 
 class ImageSource:
-    """Lines naming image files to their features through ``cnn`` (the features the model was trained on)."""
+    """Lines naming image files to their features through ``cnn`` (the features the model was trained on):
+    ``read`` loads the image, ``finish`` runs the CNN over a chunk's images, ``batch_size`` at a time."""
 
     problem, reads_field = "naming an unreadable image", True
+    chunk_size = 256  # lines a chunk may hold: their images wait for the CNN in memory (0.6 MB each at 224 px)
 
-    def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>", stream: str = "image"):
-        self.cnn, self.size, self.name, self.stream = cnn, size, name, stream
+    def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>", stream: str = "image",
+                 batch_size: int = 16):
+        self.cnn, self.size, self.name, self.stream, self.batch_size = cnn, size, name, stream, batch_size
         self.invalid: list[int] = []
 
-    def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
+    def read(self, index: int, raw: bytes) -> Optional[torch.Tensor]:
+        """The image line ``index`` names, resized and normalised ``[3, size, size]``, or None."""
         from nmtkit.data.images import load_image
 
         try:
@@ -104,9 +115,17 @@ class ImageSource:
             warn(f"{self.name}:{index + 1}: {problem}; writing an empty line")
             self.invalid.append(index + 1)
             return None
+        return image
+
+    def finish(self, images: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        """The features ``[grid, D]`` of images that :meth:`read` loaded."""
+        features: list[np.ndarray] = []
         with torch.inference_mode():
             device = next(self.cnn.parameters()).device
-            return self.cnn(image.unsqueeze(0).to(device))[0].float().cpu().numpy()
+            for start in range(0, len(images), self.batch_size):
+                batch = torch.stack(list(images[start:start + self.batch_size])).to(device)
+                features.extend(self.cnn(batch).float().cpu().numpy())
+        return features
 
     def labels(self, item: Item) -> list[str]:
         return grid_labels(len(item))
@@ -190,6 +209,21 @@ class StreamSources:
     def labels(self, inputs: Inputs) -> dict[str, list[str]]:
         """The names of each input's positions, by stream (see :meth:`Source.labels`)."""
         return {stream: self.sources[stream].labels(item) for stream, item in inputs.items()}
+
+    @property
+    def chunk_size(self) -> Optional[int]:
+        """How many lines a chunk may hold while their items wait for :meth:`finish` (None: any number)."""
+        sizes = [source.chunk_size for source in self.sources.values() if getattr(source, "chunk_size", None)]
+        return min(sizes) if sizes else None
+
+    def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
+        """Make the items that :meth:`read` gave a chunk of lines what the model reads, in place: each stream's
+        source finishes all of the chunk's items at once (a batch of images through the CNN)."""
+        read = [inputs for inputs in chunk if inputs is not None]
+        for stream, source in self.sources.items():
+            if hasattr(source, "finish") and read:
+                for inputs, item in zip(read, source.finish([inputs[stream] for inputs in read])):
+                    inputs[stream] = item
 
 
 def sort_length(inputs: Mapping[str, Item]) -> int:

@@ -115,15 +115,17 @@ class Translator:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
         time."""
         chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]] = []
+        size = min(self.chunk_size, self.inputs.chunk_size or self.chunk_size)
         for index, line in enumerate(lines):
             fields = fields_of(line)
             chunk.append((index, fields, self.inputs.read(index, fields)))
-            if len(chunk) >= self.chunk_size:
+            if len(chunk) >= size:
                 yield from self._run(chunk, on_batch)
                 chunk = []
         yield from self._run(chunk, on_batch)
 
     def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]], on_batch) -> Iterator[LineResult]:
+        self.inputs.finish([inputs for _, _, inputs in chunk])
         todo = [(i, inputs) for i, _, inputs in chunk if inputs is not None and all(map(len, inputs.values()))]
         hyps = translate_inputs(self.model, [inputs for _, inputs in todo], self.opts, self.device, on_batch)
         by_index = {i: (inputs, h) for (i, inputs), h in zip(todo, hyps)}

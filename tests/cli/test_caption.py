@@ -84,10 +84,13 @@ def test_caption_makes_the_features_the_corpus_holds(captioner):
     corpus = Corpus.open(captioner / "corpus")
     shard = Shard(corpus.folder / corpus.manifest["splits"]["test"]["shards"][0]["file"])
     spec = ImageSpec.from_record(load_model(captioner / "run" / "best.pt").images)
-    source = ImageSource(spec.network(), spec.size)
-    path = (corpus.folder / "test.images").read_text().split()[1]
-    made = source.read(0, path.encode())
-    torch.testing.assert_close(torch.from_numpy(made).half(), torch.from_numpy(shard.get("image", 1)))
+    paths = (corpus.folder / "test.images").read_text().split() * 3  # the 2 test images, 3 times
+    for batch_size in (1, 4):  # one image at a time; batches of 4 and 2
+        source = ImageSource(spec.network(), spec.size, batch_size=batch_size)
+        made = source.finish([source.read(k, path.encode()) for k, path in enumerate(paths)])
+        assert len(made) == len(paths) == 6
+        for k, features in enumerate(made):
+            torch.testing.assert_close(torch.from_numpy(features).half(), torch.from_numpy(shard.get("image", k % 2)))
 
 
 def test_score_captions_with_every_reference_and_the_perplexity_of_a_captioner(captioner):

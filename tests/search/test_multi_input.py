@@ -124,6 +124,8 @@ def test_a_multimodal_models_sources_read_text_and_image_paths(tmp_path):
     Image.new("RGB", (40, 30), "red").save(tmp_path / "red.png")
     sources = model_sources(loaded, "m.pt", ["in.tsv", "in.tsv"])
     inputs = sources.read(0, (b"one two\n", str(tmp_path / "red.png").encode()))
+    assert inputs["image"].shape == (3, 32, 32) and sources.chunk_size == 256  # loaded; the CNN runs on a chunk
+    sources.finish([None, inputs])
     assert inputs["src"] == VOCAB.encode("one two") and inputs["image"].shape == (4, 512)
     assert sources.labels(inputs) == {"src": ["one", "two", "</s>"], "image": ["r0c0", "r0c1", "r1c0", "r1c1"]}
     assert sort_length(inputs) == 2
@@ -132,3 +134,36 @@ def test_a_multimodal_models_sources_read_text_and_image_paths(tmp_path):
     loaded.images = None
     with pytest.raises(NmtkitError, match="m.pt: its corpus had precomputed features"):
         model_sources(loaded, "m.pt", ["in.tsv", "in.tsv"])
+
+
+class Quadrants(torch.nn.Module):
+    """A stand-in CNN whose features tell images apart: the mean colour of each quadrant, ``[B, 4, 3]``."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(()))  # (a CNN has parameters: their device is the CNN's)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.scale * torch.nn.functional.avg_pool2d(images, images.shape[-1] // 2).flatten(2).transpose(1, 2)
+
+
+def test_images_through_the_cnn_a_batch_at_a_time_get_each_its_own_features(tmp_path):
+    """finish runs the CNN on batches of a chunk's images; each line still gets the features of its own image, as
+    one image at a time would."""
+    from PIL import Image
+
+    from nmtkit.data.images import load_image
+    from nmtkit.search.sources import ImageSource
+
+    colours = ["red", "green", "blue", "white", "black"]
+    for colour in colours:
+        image = Image.new("RGB", (32, 32), colour)
+        image.paste("yellow", (0, 0, 16, 16))
+        image.save(tmp_path / f"{colour}.png")
+    lines = [str(tmp_path / f"{c}.png").encode() for c in colours]
+    expected = [Quadrants()(load_image(line.decode(), 16).unsqueeze(0))[0].detach().numpy() for line in lines]
+    for batch_size in (1, 2):
+        source = ImageSource(Quadrants(), 16, batch_size=batch_size)
+        made = source.finish([source.read(k, line) for k, line in enumerate(lines)])
+        assert all(np.allclose(m, e, atol=1e-6) for m, e in zip(made, expected))
+    assert not np.allclose(expected[0], expected[1])
