@@ -293,4 +293,6 @@ def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str
         raise NmtkitError(f"{model_path}: its corpus had precomputed features, so nmtkit cannot make them from images",
                           exit_code=2)
     spec = ImageSpec.from_record(loaded.images, cnn_weights)
-    return ImageSource(spec.network().to(next(loaded.model.parameters()).device), spec.size, name, stream)
+    device = next(loaded.model.parameters()).device
+    # batches keep a GPU busy; two CPU threads run one image as fast as 16, in less memory (bench/README.md)
+    return ImageSource(spec.network().to(device), spec.size, name, stream, 1 if device.type == "cpu" else 16)
