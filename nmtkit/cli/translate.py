@@ -81,8 +81,13 @@ def decoding_options(command: Callable) -> Callable:
               help="with --shortlist: the N most frequent target words (the first ids of the vocabulary) always in")
 @click.option("--shortlist-best", type=Checked(int, POSITIVE), default=100, show_default=True,
               help="with --shortlist: the K best translations of each source word")
+@click.option("--replace-unk", is_flag=True,
+              help="replace each <unk> of the output by the --dict translation of the source word it attended to "
+                   "most, or by that word (word vocabularies; as 'nmtkit replace-unk')")
+@click.option("--dict", "dict_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="with --replace-unk: a lexical table (nmtkit align, fast_align -p, eflomal priors, word pairs)")
 def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
-            features, shortlist_path, shortlist_first, shortlist_best, **options):
+            features, shortlist_path, shortlist_first, shortlist_best, replace_unk, dict_path, **options):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -98,7 +103,9 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out", exit_code=2)
     if fields and len(input_paths) > 1:
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
-    texts = []
+    if dict_path and not replace_unk:
+        raise NmtkitError("--dict goes with --replace-unk", exit_code=2)
+    texts, replaced = [], []
 
     def source(loaded, model_path, name):
         inputs = read_inputs(loaded, bool(features))
@@ -130,12 +137,20 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
                                                 shortlist_best, shortlist_path)
         return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
 
+    def replacing(loaded):
+        replace, counts = unk_replacement(loaded, dict_path, max_input_len)
+        replaced.append(counts)
+        return replace
+
     decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b,
            attention_choice=(attention_layer, attention_head), restrict=shortlisted if shortlist_path else None,
-           **options)
+           rewrite=replacing if replace_unk else None, **options)
     truncated = sum(s.truncated for s in texts[0])  # the first model's segmentation
     if truncated:
         log(f"{truncated} line(s) truncated to {max_input_len} tokens")
+    for counts in replaced:
+        log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "
+            f"{counts.from_dict} from the dictionary, {counts.copied} copied")
 
 
 def check_same_length(paths: Sequence[str]) -> None:
@@ -169,7 +184,47 @@ def post_edits(loaded: LoadedModel) -> Optional[PostProcess]:
     from nmtkit.search.sources import line_text
 
     k = loaded.model.inputs.index(stream)
-    return lambda index, fields, ops: apply_edits(line_text(index, fields[k]), ops)
+    return lambda index, fields, ops, hypothesis: apply_edits(line_text(index, fields[k]), ops)
+
+
+def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len: int):
+    """``--replace-unk``: what replaces each ``<unk>`` of an output by the dictionary translation of the source word
+    it attended to most, or that word (replace-unk's rule, target-target-attention.txt §3.2), and the counts of
+    what it replaced. Needs word vocabularies on the first input and the output."""
+    from nmtkit.data.vocab import UNK, WordVocab
+    from nmtkit.search.sources import line_text
+    from nmtkit.tools.lexicon import load_lexicon
+    from nmtkit.tools.replace_unk import Counts, replace_unks
+
+    stream = loaded.model.inputs[0]
+    if not (isinstance(loaded.vocabs.get(stream), WordVocab) and isinstance(loaded.tgt_vocab, WordVocab)):
+        raise NmtkitError(f"--replace-unk: needs word vocabularies (preprocess --vocab word:N) on the model's first "
+                          f"input ({stream}) and its output", exit_code=2)
+    lexicon = load_lexicon(dict_path) if dict_path else {}
+    counts = Counts()
+
+    def replace(index: int, fields, text: str, hypothesis) -> str:
+        counts.lines += 1
+        if UNK not in hypothesis.tokens:
+            return text
+        words = line_text(index, fields[0]).split()[:max_input_len]
+        tokens = replace_unks(loaded.tgt_vocab.id_to_token(hypothesis.tokens), words,
+                              hypothesis.attention["source"], lexicon, counts)
+        return " ".join(t for t, i in zip(tokens, hypothesis.tokens) if i == UNK or i >= 4)  # as decode drops
+
+    return replace, counts
+
+
+def chained(steps: Sequence[PostProcess]) -> Optional[PostProcess]:
+    """One :data:`PostProcess` doing ``steps`` in turn (None for none)."""
+    if not steps:
+        return None
+
+    def run(index, fields, text, hypothesis):
+        for step in steps:
+            text = step(index, fields, text, hypothesis)
+        return text
+    return run
 
 
 def parse_weights(text: Optional[str]) -> Optional[list[float]]:
@@ -185,14 +240,15 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
 def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
            attention_out, device, precision, threads, flush, weights=None, attention_model=1, max_len_a=1.5,
            max_len_b=10, chunk_size=10_000, verbs=("translating", "translated"), lines=None, fields=False,
-           attention_choice=(None, None), restrict=None):
+           attention_choice=(None, None), restrict=None, rewrite=None):
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
     the TAB-separated fields of one input's lines) with a checkpoint, or an ensemble of several, one output line
     (or ``n_best``) per input line; ``make_source(loaded, model_path, name)`` gives the
     :class:`~nmtkit.search.sources.Source` (or :class:`~nmtkit.search.sources.StreamSources`) that turns lines into
     a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
     whose attention is written; ``restrict(loaded)``, if given, the model to decode with instead (a shortlisted
-    one); ``verbs`` name the work in progress and done. Returns the source; raises an error
+    one); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a post-editing model's
+    edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress and done. Returns the source; raises an error
     naming the unusable lines once everything is written."""
     import torch
 
@@ -232,7 +288,9 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         source = ensemble_sources(sources, loaded.model)
     loaded.model.choose_attention(*attention_choice)
     model, arithmetic = for_inference(restrict(loaded) if restrict else loaded.model, precision, dev)
-    opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size, attention=bool(attention_out))
+    opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size,
+                         attention=bool(attention_out or rewrite))
+    postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, post_edits(loaded)) if step])
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0
     with ExitStack() as files:
@@ -240,7 +298,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         writer = open_attention(attention_out, arch=loaded.config["arch"], model=" + ".join(model_paths), input=name,
                                 inputs=list(loaded.model.inputs))
         translator = Translator(model, source, loaded.tgt_vocab, opts, dev, chunk_size=1 if interactive else chunk_size,
-                                attention_out=writer, postprocess=post_edits(loaded))
+                                attention_out=writer, postprocess=postprocess)
         try:
             with open_output(output_path) as out, progress() as bar, arithmetic:
                 task = bar.add_task(verbs[0], total=None, info="")

@@ -17,9 +17,10 @@ from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
 
-#: ``postprocess(index, fields, text)``: what to write for an output ``text`` of line ``index`` (from 0), given the
-#: line's raw fields (one per input): e.g. the post-edit that the edit operations ``text`` make of the MT input
-PostProcess = Callable[[int, Sequence[bytes], str], str]
+#: ``postprocess(index, fields, text, hypothesis)``: what to write for an output ``text`` of line ``index`` (from 0),
+#: given the line's raw fields (one per input) and the hypothesis (its ids and attention): e.g. the post-edit that
+#: the edit operations ``text`` make of the MT input, or the text with its ``<unk>`` replaced
+PostProcess = Callable[[int, Sequence[bytes], str, Hypothesis], str]
 
 
 @dataclass
@@ -140,7 +141,7 @@ class Translator:
                 self._write_attention(index, inputs, nbest[0])
             texts = [self.tgt_vocab.decode(h.tokens) for h in nbest]
             if self.postprocess:
-                texts = [self.postprocess(index, fields, text) for text in texts]
+                texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest])
 
     def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:

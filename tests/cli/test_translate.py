@@ -366,3 +366,46 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     assert r.exit_code == 1 and r.stdout.split("\n")[1] == "" and "line(s) without features (line 2)" in r.stderr
     r = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--features", tmp_path / "test.npy"], ok=False)
     assert r.exit_code == 2 and "this multi-source model reads 1 input(s), src: give one -i FILE" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def unk_ckpt(text_dir, tmp_path_factory):
+    """A model whose target vocabulary holds 8 words, so that it writes <unk> often."""
+    root = tmp_path_factory.mktemp("unk")
+    run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+         "--vocab", "word:12", "-o", root / "data"])
+    run(["train", "--data", root / "data", "--save-dir", root / "run", *TINY_MODEL, "--max-steps", 40,
+         "--valid-every", 40, "--lr", 0.01, "--batch-size", 32])
+    return root / "run" / "last.pt"
+
+
+@pytest.mark.parametrize("n_best", [1, 2])
+def test_replace_unk_in_translate_is_translate_then_replace_unk(unk_ckpt, text_dir, tmp_path, n_best):
+    """translate --replace-unk writes what translate --attention-out, then replace-unk, write (from the dictionary
+    or copied); every n-best entry is replaced."""
+    (tmp_path / "lex.tsv").write_text("one\teins\t0.9\ntwo\tzwei\t0.8\n")
+    src = text_dir / "test.en"
+    plain = run(["translate", "-m", unk_ckpt, "--beam", 3, "-i", src, "--attention-out", tmp_path / "a.h5"]).stdout
+    assert plain.count("<unk>") > 10
+    piped = run(["replace-unk", "--src", src, "--attention", tmp_path / "a.h5", "--dict", tmp_path / "lex.tsv"],
+                input=plain).stdout
+    r = run(["translate", "-m", unk_ckpt, "--beam", 3, "-i", src, "--replace-unk", "--dict", tmp_path / "lex.tsv",
+             "--n-best", n_best])
+    if n_best == 1:
+        assert r.stdout == piped and "<unk>" not in r.stdout
+        assert "eins" in r.stdout or "zwei" in r.stdout
+    else:
+        rows = [row.split(" ||| ") for row in r.stdout.splitlines()]
+        assert [text for _, text, _ in rows[0::2]] == piped.splitlines() and "<unk>" not in r.stdout
+    assert f"<unk> in {30 * n_best} outputs:" in r.stderr and "from the dictionary" in r.stderr
+
+
+def test_replace_unk_errors(trained_ckpt, text_dir, tmp_path):
+    r = run(["translate", "-m", trained_ckpt, "--dict", tmp_path / "lex.tsv"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--dict goes with --replace-unk" in r.stderr
+    run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+         "--vocab", "spm:60", "-o", tmp_path / "data"])
+    run(["train", "--data", tmp_path / "data", "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 2,
+         "--valid-every", 2])
+    r = run(["translate", "-m", tmp_path / "run" / "last.pt", "--replace-unk"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--replace-unk: needs word vocabularies" in r.stderr and not r.stdout

@@ -58,7 +58,7 @@ def test_the_sort_length_is_the_longest_text_input():
 def test_postprocess_gets_the_line_fields_of_every_hypothesis():
     seen = []
 
-    def post(index, fields, text):
+    def post(index, fields, text, hypothesis):
         seen.append((index, fields))
         return f"{text} | {fields[1].decode().strip()}"
 
