@@ -101,7 +101,7 @@ class ImageSource:
         self.cnn, self.size, self.name, self.stream, self.batch_size = cnn, size, name, stream, batch_size
         self.invalid: list[int] = []
 
-    def read(self, index: int, raw: bytes) -> Optional[torch.Tensor]:
+    def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
         """The image line ``index`` names, resized and normalised ``[3, size, size]``, or None."""
         from nmtkit.data.images import load_image
 
@@ -115,15 +115,15 @@ class ImageSource:
             warn(f"{self.name}:{index + 1}: {problem}; writing an empty line")
             self.invalid.append(index + 1)
             return None
-        return image
+        return image.numpy()
 
-    def finish(self, images: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    def finish(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The features ``[grid, D]`` of images that :meth:`read` loaded."""
         features: list[np.ndarray] = []
         with torch.inference_mode():
             device = next(self.cnn.parameters()).device
             for start in range(0, len(images), self.batch_size):
-                batch = torch.stack(list(images[start:start + self.batch_size])).to(device)
+                batch = torch.from_numpy(np.stack(images[start:start + self.batch_size])).to(device)
                 features.extend(self.cnn(batch).float().cpu().numpy())
         return features
 
@@ -213,7 +213,7 @@ class StreamSources:
     @property
     def chunk_size(self) -> Optional[int]:
         """How many lines a chunk may hold while their items wait for :meth:`finish` (None: any number)."""
-        sizes = [source.chunk_size for source in self.sources.values() if getattr(source, "chunk_size", None)]
+        sizes = [size for source in self.sources.values() if (size := getattr(source, "chunk_size", None))]
         return min(sizes) if sizes else None
 
     def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
