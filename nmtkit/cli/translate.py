@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS
+from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS, Range
 from nmtkit.errors import NmtkitError
 
 if TYPE_CHECKING:
@@ -34,6 +34,15 @@ DECODING_OPTIONS = [
                  help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)"),
     click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True,
                  help="inputs per batch (sorted by length)"),
+    click.option("--sampling", is_flag=True,
+                 help="draw each output token from the model's distribution instead of searching (one output a line; "
+                      "e.g. for back-translation)"),
+    click.option("--sampling-topk", type=Checked(int, COUNT), default=0, show_default=True,
+                 help="with --sampling: draw from the K most probable tokens only (0: all)"),
+    click.option("--temperature", type=Checked(float, Range(0, 100, low_open=True)), default=1.0, show_default=True,
+                 help="with --sampling: divide the log-probabilities by T (above 1 flatter, below 1 sharper)"),
+    click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)), default=1, show_default=True,
+                 help="with --sampling: the random seed (the same draws for the same seed, input and batch size)"),
     click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
@@ -238,7 +247,8 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
 
 
 def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
-           attention_out, device, precision, threads, flush, weights=None, attention_model=1, max_len_a=1.5,
+           attention_out, device, precision, threads, flush, sampling=False, sampling_topk=0, temperature=1.0, seed=1,
+           weights=None, attention_model=1, max_len_a=1.5,
            max_len_b=10, chunk_size=10_000, verbs=("translating", "translated"), lines=None, fields=False,
            attention_choice=(None, None), restrict=None, rewrite=None):
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
@@ -262,7 +272,11 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
 
     if greedy:
         beam = 1
-    if n_best > beam:
+    if not sampling and (sampling_topk or temperature != 1.0):
+        raise NmtkitError("--sampling-topk and --temperature go with --sampling", exit_code=2)
+    if sampling and n_best > 1:
+        raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
+    if n_best > beam and not sampling:
         raise NmtkitError(f"--n-best: expects at most the beam size ({beam}), got {n_best}", exit_code=2)
     if len(input_paths) > 1:
         check_same_length(input_paths)
@@ -288,8 +302,13 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         source = ensemble_sources(sources, loaded.model)
     loaded.model.choose_attention(*attention_choice)
     model, arithmetic = for_inference(restrict(loaded) if restrict else loaded.model, precision, dev)
+    sampler = None
+    if sampling:
+        from nmtkit.search.sampling import Sampler
+
+        sampler = Sampler(sampling_topk, temperature, torch.Generator(dev).manual_seed(seed))
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size,
-                         attention=bool(attention_out or rewrite))
+                         attention=bool(attention_out or rewrite), sampler=sampler)
     postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, post_edits(loaded)) if step])
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0

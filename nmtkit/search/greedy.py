@@ -1,5 +1,8 @@
-"""Greedy decoding, batched; finished sentences leave the batch."""
+"""Greedy decoding, batched; finished sentences leave the batch. With a ``pick`` other than the most probable
+token, the same loop samples (:class:`~nmtkit.search.sampling.Sampler`)."""
 from __future__ import annotations
+
+from typing import Callable, Optional
 
 import torch
 
@@ -9,11 +12,14 @@ from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.top_k import top_k
 
+Pick = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  #: log-probabilities -> ([rows, 1] lp, ids)
+
 
 @torch.no_grad()
 def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_b: int = 10,
-                  attention: bool = False) -> list[list[Hypothesis]]:
-    """The most probable token at each step, for every sentence of ``batch`` (one hypothesis each)."""
+                  attention: bool = False, pick: Optional[Pick] = None) -> list[list[Hypothesis]]:
+    """The most probable token at each step (or the one ``pick`` takes of the step's log-probabilities), for every
+    sentence of ``batch`` (one hypothesis each)."""
     n = batch.size
     device = batch.device
     state = model.encode(batch)
@@ -33,7 +39,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
         if nearest_limit <= t:
             forced = limit[active] <= t
             lp[forced] = torch.where(torch.arange(lp.size(1), device=lp.device) == EOS, lp[forced], -torch.inf)
-        best, prev = top_k(lp, 1)
+        best, prev = pick(lp) if pick else top_k(lp, 1)
         best, prev = best[:, 0], prev[:, 0]
         logprob += best
         tokens = torch.cat([tokens, prev.unsqueeze(1)], 1)

@@ -15,6 +15,7 @@ from nmtkit.search.beam import beam_search
 from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.sampling import Sampler
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
 
 #: ``postprocess(index, fields, text, hypothesis)``: what to write for an output ``text`` of line ``index`` (from 0),
@@ -25,7 +26,8 @@ PostProcess = Callable[[int, Sequence[bytes], str, Hypothesis], str]
 
 @dataclass
 class SearchOptions:
-    """How to search: beam size (1 = greedy), n-best, length limit a·|x|+b, length penalty, batch."""
+    """How to search: beam size (1 = greedy), n-best, length limit a·|x|+b, length penalty, batch; or, with a
+    ``sampler``, draw one output per sentence instead."""
 
     beam_size: int = 5
     n_best: int = 1
@@ -34,14 +36,15 @@ class SearchOptions:
     length_penalty: float = 1.0
     batch_size: int = 32
     attention: bool = False
+    sampler: Optional[Sampler] = None
 
 
 def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torch.device) -> list[list[Hypothesis]]:
     """Hypotheses for the sentences of a batch (greedy when ``beam_size`` is 1)."""
     batch = batch.to(device)
     with model.attention_weights(opts.attention):
-        if opts.beam_size <= 1:
-            found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention)
+        if opts.sampler or opts.beam_size <= 1:
+            found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention, opts.sampler)
         else:
             found = beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
                                 opts.length_penalty, opts.attention)

@@ -409,3 +409,21 @@ def test_replace_unk_errors(trained_ckpt, text_dir, tmp_path):
          "--valid-every", 2])
     r = run(["translate", "-m", tmp_path / "run" / "last.pt", "--replace-unk"], input="one\n", ok=False)
     assert r.exit_code == 2 and "--replace-unk: needs word vocabularies" in r.stderr and not r.stdout
+
+
+def test_sampling_draws_one_output_a_line_the_same_for_a_seed(trained_ckpt, text_dir):
+    src = text_dir / "test.en"
+    lines = src.read_text().splitlines()
+    runs = [run(["translate", "-m", trained_ckpt, "-i", src, "--sampling", "--temperature", 3, "--seed", seed]).stdout
+            for seed in (1, 1, 2)]
+    assert runs[0] == runs[1] != runs[2] and len(runs[2].splitlines()) == len(lines)
+    greedy = run(["translate", "-m", trained_ckpt, "-i", src, "--greedy"]).stdout
+    assert run(["translate", "-m", trained_ckpt, "-i", src, "--sampling", "--sampling-topk", 1]).stdout == greedy
+
+
+def test_sampling_errors(trained_ckpt):
+    for args, message in ((["--temperature", 2], "--sampling-topk and --temperature go with --sampling"),
+                          (["--sampling", "--n-best", 2], "--n-best: --sampling draws one output a line"),
+                          (["--sampling", "--temperature", 0], "--temperature: expects a number in (0, 100]")):
+        r = run(["translate", "-m", trained_ckpt, *args], input="one\n", ok=False)
+        assert r.exit_code == 2 and message in r.stderr, r.stderr
