@@ -27,6 +27,14 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
+def set_settings(optimizer: torch.optim.Optimizer, weight_decay: float, adam_betas: tuple[float, float]) -> None:
+    """The weight decay and (Adam's) betas of every group: a resumed run's settings as given now, not as saved."""
+    for group in optimizer.param_groups:
+        group["weight_decay"] = weight_decay
+        if "betas" in group:
+            group["betas"] = adam_betas
+
+
 def load_optimizer_by_name(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ckpt: dict) -> None:
     """Carry optimiser state over for parameters with the same name and shape (``ckpt``'s ``param_names`` say
     which parameter each of its states belongs to): a warm start, or a checkpoint whose parameters came in

@@ -221,3 +221,8 @@ def test_adam_betas_reach_the_optimiser(reverse_corpus, tmp_path):
     assert trainer.optimizer.param_groups[0]["betas"] == (0.8, 0.98)
     assert Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "d"))).optimizer.param_groups[0][
         "betas"] == (0.9, 0.999)
+    Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "r"), max_steps=2, valid_every=2)).train()
+    resumed = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path / "r"), adam_beta2=0.98,
+                             weight_decay=0.01), resume=True)  # settings given again win over the saved ones
+    assert resumed.optimizer.param_groups[0]["betas"] == (0.9, 0.98)
+    assert resumed.optimizer.param_groups[0]["weight_decay"] == 0.01
