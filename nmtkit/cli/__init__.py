@@ -106,25 +106,25 @@ class LazyCommands(dict):
         return self[name]
 
     def get(self, name, default=None):
-        return self[name] if name in self.modules else default
+        return self[name] if name in self else default
 
     def __contains__(self, name) -> bool:
-        return name in self.modules
+        return name in self.modules or dict.__contains__(self, name)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.modules)
+    def __iter__(self) -> Iterator[str]:  # the lazy ones, then any added with add_command
+        return iter(dict.fromkeys([*self.modules, *dict.keys(self)]))
 
     def __len__(self) -> int:
-        return len(self.modules)
+        return len(list(iter(self)))
 
     def keys(self):
-        return self.modules.keys()
+        return list(self)
 
     def items(self):
-        return [(name, self[name]) for name in self.modules]
+        return [(name, self[name]) for name in self]
 
     def values(self):
-        return [self[name] for name in self.modules]
+        return [self[name] for name in self]
 
 
 main.commands = LazyCommands({name: name.replace("-", "_") for name in (

@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+import click
 import pytest
 
 from nmtkit import __version__
@@ -33,6 +34,16 @@ def test_commands_without_models_do_not_import_torch(tmp_path):
         assert out.stdout.splitlines()[-1] == "False", args
     out = subprocess.run([sys.executable, "-c", code, "train", "--help"], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "True"  # the check sees torch where it is loaded
+
+
+def test_lazy_commands_hold_added_commands_too():
+    from nmtkit.cli import LazyCommands
+
+    commands = LazyCommands({"score": "score"})
+    commands["extra"] = click.Command("extra")  # as click's add_command does
+    assert "extra" in commands and "other" not in commands and commands.get("other") is None
+    assert list(commands) == ["score", "extra"] and len(commands) == 2
+    assert commands.get("score").name == "score" and [c.name for c in commands.values()] == ["score", "extra"]
 
 
 def test_train_help_lists_the_architectures_and_each_one_its_own_options():
