@@ -205,10 +205,16 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
     from nmtkit.tools.lexicon import load_lexicon
     from nmtkit.tools.replace_unk import Counts, replace_unks
 
+    from nmtkit.search.ensemble import Ensemble
+
     stream = loaded.model.inputs[0]
     if not (isinstance(loaded.vocabs.get(stream), WordVocab) and isinstance(loaded.tgt_vocab, WordVocab)):
         raise NmtkitError(f"--replace-unk: needs word vocabularies (preprocess --vocab word:N) on the model's first "
                           f"input ({stream}) and its output", exit_code=2)
+    if isinstance(loaded.model, Ensemble) and any(own != name for streams in loaded.model.streams
+                                                  for own, name in streams.items()):
+        raise NmtkitError("--replace-unk: the ensemble's models read the source with different vocabularies, so "
+                          "their attention is over different positions", exit_code=2)
     lexicon = load_lexicon(dict_path) if dict_path else {}
     counts = Counts()
 

@@ -411,6 +411,21 @@ def test_replace_unk_errors(trained_ckpt, text_dir, tmp_path):
     assert r.exit_code == 2 and "--replace-unk: needs word vocabularies" in r.stderr and not r.stdout
 
 
+def test_replace_unk_refuses_an_ensemble_reading_the_source_two_ways(unk_ckpt, text_dir, tmp_path):
+    """Two models with one target vocabulary and two source vocabularies: their attention covers different
+    positions, so whose words would an <unk> copy? A one-line error."""
+    data = unk_ckpt.parent.parent / "data"
+    (tmp_path / "src.txt").write_text("".join(w + "\n" for w in ["one", "two", "three", "four", "five", "six"]))
+    run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+         "--src-vocab", tmp_path / "src.txt", "--tgt-vocab", data / "vocab.tgt.txt", "-o", tmp_path / "data"])
+    run(["train", "--data", tmp_path / "data", "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 2,
+         "--valid-every", 2])
+    both = ["translate", "-m", unk_ckpt, "-m", tmp_path / "run" / "last.pt"]
+    assert run(both, input="one two\n").stdout.count("\n") == 1  # an ensemble it is
+    r = run([*both, "--replace-unk"], input="one two\n", ok=False)
+    assert r.exit_code == 2 and "the ensemble's models read the source with different vocabularies" in r.stderr
+
+
 def test_sampling_draws_one_output_a_line_the_same_for_a_seed(trained_ckpt, text_dir):
     src = text_dir / "test.en"
     lines = src.read_text().splitlines()
