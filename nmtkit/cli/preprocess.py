@@ -31,9 +31,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--vocab", metavar="KIND:SIZE",
               help="build vocabularies: spm (unigram), spm-bpe, or word (the SIZE most frequent words) "
                    "[default: spm:8000; captions word:10000]")
-@click.option("--character-coverage", type=Checked(float, Range(0.98, 1)), default=0.9995, show_default=True,
+@click.option("--character-coverage", type=Checked(float, Range(0.98, 1)),
               help="spm: the share of the training text's characters that get their own piece; rarer ones become "
-                   "<unk> (1.0 for small alphabets, 0.9995 for Chinese or Japanese)")
+                   "<unk> (1.0 for small alphabets, 0.9995 for Chinese or Japanese) [default: 0.9995]")
 @click.option("--joint/--separate", default=None,
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
 @click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
@@ -79,14 +79,24 @@ def command(**o):
     click.echo(f"wrote corpus to {folder}", err=True)
 
 
+def _vocab_spec(o: dict, default: str, **given) -> VocabSpec:
+    """``--vocab`` (or ``default``) with ``--character-coverage``, which only a SentencePiece model built here uses."""
+    spec = VocabSpec.parse(o["vocab"] or default, **given)
+    if o["character_coverage"] is not None:
+        if not spec.kind.startswith("spm") or spec.src_file or spec.tgt_file:
+            raise NmtkitError("--character-coverage goes with a SentencePiece vocabulary built here (--vocab spm:N or "
+                              "spm-bpe:N, no --src-vocab/--tgt-vocab)", exit_code=2)
+        spec.character_coverage = o["character_coverage"]
+    return spec
+
+
 def _text(o: dict) -> Path:
     if not o["src"]:
         raise NmtkitError("--src: give the source suffix (or --captions for captioning data)", exit_code=2)
     if not o["src_images"] and (o["images"] or o["features"]):
         raise NmtkitError("--images and --features go with --src-images (an image list beside the text) or with "
                           "--captions", exit_code=2)
-    spec = VocabSpec.parse(o["vocab"] or "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"],
-                           character_coverage=o["character_coverage"])
+    spec = _vocab_spec(o, "spm:8000", joint=o["joint"], src_file=o["src_vocab"], tgt_file=o["tgt_vocab"])
     images = None
     if o["src_images"]:
         image_spec, given = _image_options(o)
@@ -126,6 +136,6 @@ def _captions(o: dict) -> Path:
         raise NmtkitError("--src and --src-vocab are for text, and so are --ape-edits and --src-images; captioning data "
                           "has images as its source", exit_code=2)
     spec, given = _image_options(o)
-    vocab = VocabSpec.parse(o["vocab"] or "word:10000", joint=False, tgt_file=o["tgt_vocab"])
+    vocab = _vocab_spec(o, "word:10000", joint=False, tgt_file=o["tgt_vocab"])
     return preprocess_captions(o["out"], o["captions"], _splits(o), o["tgt"], o["images"], vocab, spec, given,
                                o["max_len"] or None, o["shard_size"] or 10_000, o["overwrite"])

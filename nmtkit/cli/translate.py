@@ -37,12 +37,14 @@ DECODING_OPTIONS = [
     click.option("--sampling", is_flag=True,
                  help="draw each output token from the model's distribution instead of searching (one output a line; "
                       "e.g. for back-translation)"),
-    click.option("--sampling-topk", type=Checked(int, COUNT), default=0, show_default=True,
-                 help="with --sampling: draw from the K most probable tokens only (0: all)"),
-    click.option("--temperature", type=Checked(float, Range(0, 100, low_open=True)), default=1.0, show_default=True,
-                 help="with --sampling: divide the log-probabilities by T (above 1 flatter, below 1 sharper)"),
-    click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)), default=1, show_default=True,
-                 help="with --sampling: the random seed (the same draws for the same seed, input and batch size)"),
+    click.option("--sampling-topk", type=Checked(int, COUNT),
+                 help="with --sampling: draw from the K most probable tokens only (0: all) [default: 0]"),
+    click.option("--temperature", type=Checked(float, Range(0, 100, low_open=True)),
+                 help="with --sampling: divide the log-probabilities by T (above 1 flatter, below 1 sharper) "
+                      "[default: 1.0]"),
+    click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)),
+                 help="with --sampling: the random seed (the same draws for the same seed, input, batch size, "
+                      "--flush and device) [default: 1]"),
     click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
@@ -201,11 +203,10 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
     it attended to most, or that word (replace-unk's rule, target-target-attention.txt §3.2), and the counts of
     what it replaced. Needs word vocabularies on the first input and the output."""
     from nmtkit.data.vocab import UNK, WordVocab
+    from nmtkit.search.ensemble import Ensemble
     from nmtkit.search.sources import line_text
     from nmtkit.tools.lexicon import load_lexicon
     from nmtkit.tools.replace_unk import Counts, replace_unks
-
-    from nmtkit.search.ensemble import Ensemble
 
     stream = loaded.model.inputs[0]
     if not (isinstance(loaded.vocabs.get(stream), WordVocab) and isinstance(loaded.tgt_vocab, WordVocab)):
@@ -253,8 +254,8 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
 
 
 def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_best, length_penalty, batch_size,
-           attention_out, device, precision, threads, flush, sampling=False, sampling_topk=0, temperature=1.0, seed=1,
-           weights=None, attention_model=1, max_len_a=1.5,
+           attention_out, device, precision, threads, flush, sampling=False, sampling_topk=None, temperature=None,
+           seed=None, weights=None, attention_model=1, max_len_a=1.5,
            max_len_b=10, chunk_size=10_000, verbs=("translating", "translated"), lines=None, fields=False,
            attention_choice=(None, None), restrict=None, rewrite=None):
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
@@ -264,8 +265,8 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
     whose attention is written; ``restrict(loaded)``, if given, the model to decode with instead (a shortlisted
     one); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a post-editing model's
-    edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress and done. Returns the source; raises an error
-    naming the unusable lines once everything is written."""
+    edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress and done. Returns
+    the source; raises an error naming the unusable lines once everything is written."""
     import torch
 
     from nmtkit.data.text import open_output
@@ -278,8 +279,8 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
 
     if greedy:
         beam = 1
-    if not sampling and (sampling_topk or temperature != 1.0):
-        raise NmtkitError("--sampling-topk and --temperature go with --sampling", exit_code=2)
+    if not sampling and any(value is not None for value in (sampling_topk, temperature, seed)):
+        raise NmtkitError("--sampling-topk, --temperature and --seed go with --sampling", exit_code=2)
     if sampling and n_best > 1:
         raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
     if n_best > beam and not sampling:
@@ -312,7 +313,8 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     if sampling:
         from nmtkit.search.sampling import Sampler
 
-        sampler = Sampler(sampling_topk, temperature, torch.Generator(dev).manual_seed(seed))
+        sampler = Sampler(sampling_topk or 0, 1.0 if temperature is None else temperature,
+                          torch.Generator(dev).manual_seed(1 if seed is None else seed))
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size,
                          attention=bool(attention_out or rewrite), sampler=sampler)
     postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, post_edits(loaded)) if step])

@@ -222,7 +222,10 @@ class StreamSources:
         read = [inputs for inputs in chunk if inputs is not None]
         for stream, source in self.sources.items():
             if hasattr(source, "finish") and read:
-                for inputs, item in zip(read, source.finish([inputs[stream] for inputs in read])):
+                finished = source.finish([inputs[stream] for inputs in read])
+                if len(finished) != len(read):
+                    raise RuntimeError(f"{type(source).__name__}.finish gave {len(finished)} items for {len(read)}")
+                for inputs, item in zip(read, finished):
                     inputs[stream] = item
 
 

@@ -27,6 +27,8 @@ def test_character_coverage(text_dir, tmp_path):
         assert (UNK in load_vocab(out / "vocab.src.model").encode("ŋ")) == unknown
     r = run([*base, "-o", tmp_path / "bad", "--character-coverage", 0.9], ok=False)
     assert r.exit_code == 2 and "--character-coverage:" in r.stderr and not (tmp_path / "bad").exists()
+    r = run([*base[:-1], "word:50", "-o", tmp_path / "bad", "--character-coverage", 1.0], ok=False)
+    assert r.exit_code == 2 and "--character-coverage goes with a SentencePiece vocabulary" in r.stderr
 
 
 def test_mismatched_line_counts(text_dir, tmp_path):
