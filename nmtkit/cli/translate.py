@@ -231,6 +231,17 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
     return replace, counts
 
 
+def given_options(*names: str) -> list[str]:
+    """Which of the current command's options ``names`` (parameter names) the command line gave, as flags."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    return ["--" + name.replace("_", "-") for name in names
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+
+
 def chained(steps: Sequence[PostProcess]) -> Optional[PostProcess]:
     """One :data:`PostProcess` doing ``steps`` in turn (None for none)."""
     if not steps:
@@ -283,6 +294,9 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         raise NmtkitError("--sampling-topk, --temperature and --seed go with --sampling", exit_code=2)
     if sampling and n_best > 1:
         raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
+    searching = given_options("beam", "greedy", "length_penalty")
+    if sampling and searching:
+        raise NmtkitError(f"{searching[0]}: --sampling draws its outputs instead of searching", exit_code=2)
     if n_best > beam and not sampling:
         raise NmtkitError(f"--n-best: expects at most the beam size ({beam}), got {n_best}", exit_code=2)
     if len(input_paths) > 1:

@@ -439,6 +439,9 @@ def test_sampling_draws_one_output_a_line_the_same_for_a_seed(trained_ckpt, text
 def test_sampling_errors(trained_ckpt):
     for args, message in ((["--temperature", 2], "--sampling-topk, --temperature and --seed go with --sampling"),
                           (["--seed", 3], "--sampling-topk, --temperature and --seed go with --sampling"),
+                          (["--sampling", "--beam", 5], "--beam: --sampling draws its outputs instead of searching"),
+                          (["--sampling", "--length-penalty", 0],
+                           "--length-penalty: --sampling draws its outputs instead of searching"),
                           (["--sampling", "--n-best", 2], "--n-best: --sampling draws one output a line"),
                           (["--sampling", "--temperature", 0], "--temperature: expects a number in (0, 100]")):
         r = run(["translate", "-m", trained_ckpt, *args], input="one\n", ok=False)
