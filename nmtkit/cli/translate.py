@@ -297,7 +297,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     searching = given_options("beam", "greedy", "length_penalty")
     if sampling and searching:
         raise NmtkitError(f"{searching[0]}: --sampling draws its outputs instead of searching", exit_code=2)
-    if n_best > beam and not sampling:
+    if n_best > beam:
         raise NmtkitError(f"--n-best: expects at most the beam size ({beam}), got {n_best}", exit_code=2)
     if len(input_paths) > 1:
         check_same_length(input_paths)

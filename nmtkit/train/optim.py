@@ -27,12 +27,13 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def set_settings(optimizer: torch.optim.Optimizer, weight_decay: float, adam_betas: tuple[float, float]) -> None:
-    """The weight decay and (Adam's) betas of every group: a resumed run's settings as given now, not as saved."""
-    for group in optimizer.param_groups:
-        group["weight_decay"] = weight_decay
-        if "betas" in group:
-            group["betas"] = adam_betas
+def load_state_keeping_settings(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """Load a saved optimiser state (moments, step counts) but keep the settings ``optimizer`` was made with (betas,
+    weight decay, ...): a resumed run trains with the settings given now, not those saved."""
+    settings = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, own in zip(optimizer.param_groups, settings):
+        group.update(own)
 
 
 def load_optimizer_by_name(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ckpt: dict) -> None:

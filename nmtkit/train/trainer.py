@@ -33,7 +33,13 @@ from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.distributed import DistInfo, broadcast
-from nmtkit.train.optim import DEFAULT_LR, load_optimizer_by_name, make_optimizer, set_lr, set_settings
+from nmtkit.train.optim import (
+    DEFAULT_LR,
+    load_optimizer_by_name,
+    load_state_keeping_settings,
+    make_optimizer,
+    set_lr,
+)
 from nmtkit.train.run_log import RunLog
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
@@ -117,10 +123,9 @@ class Trainer:
             raise NmtkitError(f"--resume: {path} does not fit the configured model: {mismatch}")
         self.model.load_state_dict(ckpt["model"])
         if ckpt.get("param_names") == self._trainable_names():
-            self.optimizer.load_state_dict(ckpt["optimizer"])
+            load_state_keeping_settings(self.optimizer, ckpt["optimizer"])
         else:  # the parameters in another order (a checkpoint of nmtkit 0.1.0): by name
             load_optimizer_by_name(self.model, self.optimizer, ckpt)
-        set_settings(self.optimizer, self.config["weight_decay"], (self.config["adam_beta1"], self.config["adam_beta2"]))
         self.schedule.load_state(ckpt["schedule"])
         self.stopping.load_state(ckpt["stopping"])
         set_lr(self.optimizer, self.schedule.lr)
