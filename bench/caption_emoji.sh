@@ -38,7 +38,7 @@ quality)
       for variant in base tatt; do
         run=$runs/$features.$variant.s$seed
         extra=(); [ "$variant" = tatt ] && extra=(--target-attention)
-        rm -rf "$run"
+        fresh "$run"
         nmtkit train --data "$runs/$features" --save-dir "$run" "${model[@]}" "${extra[@]}" --seed "$seed" \
           --max-steps "${STEPS:-1500}" 2> "$run.log"
         if [ "$features" = vgg ]; then

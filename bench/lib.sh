@@ -1,4 +1,9 @@
-# Shell functions the bench scripts share (source it after setting `here` and `data`).
+# shellcheck shell=bash
+# Shell functions the bench scripts share (source it after setting `here` and `data`), and recipes/lib.sh's: fresh DIR
+# clears and makes anew a run folder that a bench script made (it holds the marker .nmtkit-workdir), and refuses any
+# other, in one line.
+# shellcheck source-path=SCRIPTDIR source=../recipes/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../recipes/lib.sh"
 
 # the rnnsearch of ../shared/bench/PEERS.md (add --threads and --seed)
 rnnsearch_peers=(--arch rnnsearch --emb-size 256 --enc-size 256 --dec-size 512 --dropout 0.2 --batch-size 64

@@ -43,10 +43,10 @@ for v in "${variants[@]}"; do
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
   out=$runs/$v
-  rm -rf "$out"
+  fresh "$out"
   start=$(date +%s)
   if [ "$v" = local-p-warm ]; then  # half the budget with global attention, half with local-p from it
-    rm -rf "$out-global"
+    fresh "$out-global"
     nmtkit train --data "$runs/corpus" --save-dir "$out-global" "${common[@]}" --max-steps $((steps / 2)) \
       --attention global --global-attention general --input-feed 2> "$runs/$v.log"
     nmtkit train --data "$runs/corpus" --save-dir "$out" "${common[@]}" "${opts[@]}" --max-steps $((steps / 2)) \

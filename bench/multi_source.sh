@@ -24,6 +24,7 @@ runs=${RUNS:-$here/runs}
 what=${1:-ape}
 threads=${THREADS:-2}
 export OMP_NUM_THREADS=$threads
+source "$here/lib.sh"
 sizes=(--arch multi-source --emb-size 128 --enc-size 128 --dec-size 256 --att-size 256 --dropout 0.2
        --batch-size 32 --optimizer adam --lr 0.001 --threads "$threads" --patience 0)
 declare -A ape_configs=(
@@ -111,7 +112,7 @@ speed)
     for name in "${ape_order[@]}"; do  # training on the APE corpus
       run=$dir/speed.$name
       read -r -a extra <<< "${ape_configs[$name]}"
-      rm -rf "$run"
+      fresh "$run"
       nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" --decoder-cell gru \
         --max-steps 150 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$run.log"
       python - "$run/train.jsonl" "$name" "$round" <<'EOF2'

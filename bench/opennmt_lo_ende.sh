@@ -29,7 +29,7 @@ data=$shared/data/lo-ende
 sp=$shared/bench/lo-ende-sp8k
 out=$runs/onmt
 mkdir -p "$runs"
-peak() { /usr/bin/time -f "%M" -o "$1" "${@:2}"; }  # peak resident memory (KB), as bench/lib.sh
+source "$here/lib.sh"
 
 if [[ $what == setup || $what == all ]]; then
   if ! "$venv/bin/onmt_train" -h > /dev/null 2>&1; then
@@ -52,8 +52,7 @@ if [[ $what == setup || $what == all ]]; then
 fi
 
 if [[ $what == train || $what == all ]]; then
-  rm -rf "$out"
-  mkdir -p "$out"
+  fresh "$out"
   cat > "$out/train.yaml" <<EOF
 # written by bench/opennmt_lo_ende.sh
 data:

@@ -27,14 +27,14 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
 fi
 
 if [[ $what == speed || $what == all ]]; then
-  rm -rf "$runs/speed"
+  fresh "$runs/speed"
   peak "$runs/speed.mem" nmtkit train --data "$runs/corpus" --save-dir "$runs/speed" "${model[@]}" \
     --max-steps 300 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$runs/speed.log"
   python "$here/summarize.py" speed "$runs/speed/train.jsonl" "$runs/speed.mem"
 fi
 
 if [[ $what == quality || $what == all ]]; then
-  rm -rf "$runs/quality"
+  fresh "$runs/quality"
   peak "$runs/quality.mem" nmtkit train --data "$runs/corpus" --save-dir "$runs/quality" "${model[@]}" \
     --max-time "$minutes" --log-every 100 --valid-every 1000 --valid-max-sentences 300 --patience 0 \
     2> "$runs/quality.log"

@@ -34,6 +34,7 @@ models=("$@")
 threads=${THREADS:-2}
 export OMP_NUM_THREADS=$threads
 mkdir -p "$out"
+source "$here/lib.sh"
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then
   nmtkit preprocess --train "$data/train" --valid "$data/dev" --test "$data/test" --src en --tgt de \
@@ -47,12 +48,12 @@ for arch in "${models[@]}"; do
   m=$arch$tag
   log=$out/$m.log
   if [ "${TRAIN:-1}" != 0 ]; then
-    rm -rf "$out/$m"
+    fresh "$out/$m"
     if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
       resume=()  # a first half from an earlier run is resumed (or kept, if finished)
       [ -f "$half/last.pt" ] && resume=(--resume)
       nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$half" --max-steps "$steps" "${resume[@]}" 2> "$log"
-      cp -r "$half" "$out/$m"  # then on to 2 x STEPS: an exact resume
+      cp -r "$half/." "$out/$m"  # then on to 2 x STEPS: an exact resume
       nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/$m" --max-steps $((2 * steps)) --resume \
         2>> "$log"
     elif [ "$arch" = target-attn ]; then

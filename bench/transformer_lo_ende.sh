@@ -36,12 +36,12 @@ source "$here/lib.sh"
 
 case $what in
 speed)
-  rm -rf "$run.speed"
+  fresh "$run.speed"
   peak "$run.speed.mem" nmtkit train --data "$runs/corpus" --save-dir "$run.speed" "${model[@]}" \
     --max-steps 200 --log-every 25 --valid-every 100000 --valid-max-sentences 10 2> "$run.speed.log"
   python "$here/summarize.py" speed "$run.speed/train.jsonl" "$run.speed.mem" ;;
 quality)
-  rm -rf "$run"
+  fresh "$run"
   peak "$run.mem" nmtkit train --data "$runs/corpus" --save-dir "$run" "${model[@]}" \
     --max-steps "${STEPS:?STEPS: updates to train}" --log-every 100 --valid-every 500 --valid-max-sentences 300 \
     --patience 0 --keep-checkpoints 3 2> "$run.log"

@@ -11,9 +11,10 @@
 # Usage: recipes/ape_triplets.sh [--dry-run] [--gpus N] [WORKDIR]   (default WORKDIR ./ape-triplets)
 #   --dry-run  prints each step's command and runs none (creates nothing)
 #   --gpus N   trains the MT models under 'torchrun --nproc-per-node N -m nmtkit train' (one process per GPU)
+# Inputs (local paths):
+#   CORPUS  a folder of {train,dev,test}.{en,de} [default: ../shared/data/lo-ende beside the checkout]
 # Output: WORKDIR/triplets/{train,dev,test}.{src,mt,pe}, and the do-nothing baseline's TER and BLEU (MT as it is).
-# Settings: CORPUS, a folder of train/dev/test .en and .de [default: ../shared/data/lo-ende beside the checkout];
-# MT_STEPS (default 3000) updates of MT_BATCH (64) sentences for each MT model; MT_SIZES (default
+# Settings: MT_STEPS (default 3000) updates of MT_BATCH (64) sentences for each MT model; MT_SIZES (default
 # "--emb-size 256 --enc-size 256 --dec-size 512"); MT_BEAM (default 5); DEVICE (auto).
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
@@ -26,13 +27,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 corpus=${CORPUS:-$here/../../shared/data/lo-ende}
 read -r -a sizes <<< "${MT_SIZES:---emb-size 256 --enc-size 256 --dec-size 512}"
 
-tokenise() { python -c 'import sys
+tokenise() { py 'import sys
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 t = Tokenizer13a()
 for line in open(sys.argv[1], encoding="utf-8"):
     print(t(line.rstrip("\n")))' "$1"; }
 
-[ "$dry" = 1 ] || [ -f "$corpus/train.en" ] || { echo "error: CORPUS: $corpus has no train.en" >&2; exit 2; }
+input CORPUS "$corpus"/{train,dev,test}.{en,de}
+inputs_found
 
 stage "1. halves of the training data"
 [ -d "$work/text" ] || step mkdir -p "$work/text"

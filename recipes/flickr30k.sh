@@ -32,9 +32,15 @@ weights_in=${VGG16_WEIGHTS:-https://download.pytorch.org/models/vgg16-397923af.p
 read -r -a sizes <<< "${SIZES:---emb-size 512 --dec-size 512}"
 
 needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
+if [ ! -f "$work/data/manifest.json" ]; then  # the data is needed for the features and corpus only
+  input FLICKR30K_IMAGES "$images_in"
+  input KARPATHY_SPLITS "$splits_in"
+  input VGG16_WEIGHTS "$weights_in"
+fi
+inputs_found
 
 stage "1. data"
-if [ ! -f "$work/data/manifest.json" ]; then  # the data is needed for the features and corpus only
+if [ ! -f "$work/data/manifest.json" ]; then
   flickr30k_images "$images_in"
   splits=$(fetch "$splits_in")
   if [[ $splits == *.zip ]]; then

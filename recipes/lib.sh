@@ -13,11 +13,22 @@
 #   The stage headers ("== STAGE") and the progress go to standard error; the results (tables) to standard output.
 #   Settings every recipe reads: DEVICE (default auto); DOWNLOADER (default "curl -fL --retry 3 -o", run as
 #   DOWNLOADER DEST URL).
+#   Inputs (the header's "Inputs" list: settings naming local paths or URLs) are checked before the first step, with
+#   --dry-run too: each one missing is a line "error: SETTING: ...", all of them, and the recipe stops (exit code 2).
+#   A folder that a script clears and makes anew (fresh) holds the marker .nmtkit-workdir: one without it is never
+#   cleared (the user's), nor one that a process trains in.
 #
 # Functions (and the variables they set):
 #   options DEFAULT_WORKDIR "$@"  the command line: sets dry (0/1), gpus, launcher (the command before 'train':
 #                                 nmtkit, or torchrun ... -m nmtkit), work (WORKDIR) and downloads
-#   needed VALUE MESSAGE          stop with "error: MESSAGE" (exit code 2) if VALUE is empty (a required input)
+#   needed VALUE MESSAGE          a required input: "error: MESSAGE" if VALUE is empty (at inputs_found)
+#   input SETTING PATH...         the local inputs PATH..., given by SETTING, exist (URLs are fetched later); else
+#                                 "error: SETTING: PATH: no such file or folder", PATH the first missing folder on its
+#                                 way (at inputs_found)
+#   inputs_found                  stop (exit code 2) with a line for each missing input of needed and input, if any
+#   fresh DIR                     DIR made anew, empty but for the marker .nmtkit-workdir: an existing DIR is cleared
+#                                 only if it holds the marker or is empty, and no process trains in it (a run's
+#                                 .lock held); else one line "error: DIR: ..." (exit code 2), nothing deleted
 #   stage NAME                    start a stage: prints "== NAME" and names the stage in error lines
 #   step COMMAND...               run COMMAND, or print it with --dry-run; a failure stops the recipe with one line
 #   fail MESSAGE                  stop the recipe with "error: step STAGE failed: MESSAGE"
@@ -33,6 +44,9 @@
 #   unpacked SRC [NAME]           prints the folder where the archive SRC (fetch SRC [NAME]) is unpacked once,
 #                                 WORKDIR/unpacked/NAME (by default the archive's file name) less .zip, .tgz or
 #                                 .tar.gz; assign it (dir=$(unpacked ...)) so that a failure stops the recipe
+#   py CODE ARG...                python -c CODE ARG..., a failure one line ("error: ..."; "interrupted" on Ctrl-C,
+#                                 exit code 130), not a traceback
+#   unzip_into ZIP DIR            the files of ZIP into DIR (Python's zipfile)
 #   segments SGM                  the text of the <seg> lines of an SGML file (WMT test sets before 2021, NIST sets),
 #                                 one a line, spaces trimmed and collapsed, as sacrebleu reads them
 #   moses tokenize|detokenize LANG FILE
@@ -81,13 +95,56 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
   downloads=$work/downloads
 }
 
-needed() {  # needed VALUE MESSAGE: a required input
-  [ -n "$1" ] || { echo "error: $2" >&2; exit 2; }
+missing=()  # the lines of the missing inputs (needed, input), for inputs_found
+workdir_marker=.nmtkit-workdir  # in a folder that fresh made: it may clear it again
+
+needed() {  # needed VALUE MESSAGE: a required input; missing if VALUE is empty
+  [ -n "$1" ] || missing+=("$2")
+}
+
+input() {  # input SETTING PATH...: local inputs given by SETTING, each missing one noted once (a URL is fetched later)
+  local path line seen
+  for path in "${@:2}"; do
+    [[ -z $path || $path == http://* || $path == https://* || -e $path ]] && continue
+    while [ ! -e "$(dirname "$path")" ]; do path=$(dirname "$path"); done  # the first missing folder on the way
+    line="$1: $path: no such file or folder"
+    for seen in "${missing[@]}"; do [ "$seen" = "$line" ] && continue 2; done
+    missing+=("$line")
+  done
+}
+
+inputs_found() {  # stop with a line for each missing input (exit code 2), if any; with --dry-run too
+  [ ${#missing[@]} -eq 0 ] || { printf 'error: %s\n' "${missing[@]}" >&2; exit 2; }
+}
+
+held_lock() {  # held_lock DIR: prints the first .lock under DIR that a process holds (nmtkit train's run lock)
+  local lock
+  command -v flock > /dev/null || return 0  # (no flock(1), as on macOS: not checked)
+  while IFS= read -r lock; do
+    flock -n "$lock" true || { echo "$lock"; return; }
+  done < <(find "$1" -name .lock -type f 2> /dev/null)
+}
+
+fresh() {  # fresh DIR: DIR made anew, empty but for the marker; an existing DIR only if the marker says it is ours
+  local dir=${1%/} why="" lock
+  if [ -e "$dir" ] || [ -L "$dir" ]; then
+    if [ ! -d "$dir" ]; then why="exists and is not a folder; remove it yourself"
+    elif [ ! -e "$dir/$workdir_marker" ] && [ -n "$(ls -A "$dir")" ]; then
+      why="exists and was not made by this script (no $workdir_marker marker); remove it yourself"
+    else
+      lock=$(held_lock "$dir")
+      [ -z "$lock" ] || why="a process is training in it ($lock is locked); wait for it to end"
+    fi
+    [ -z "$why" ] || { echo "error: $dir: $why or choose another folder" >&2; exit 2; }
+  fi
+  step mkdir -p "$dir"
+  step find "$dir" -mindepth 1 -delete
+  step touch "$dir/$workdir_marker"
 }
 
 stage() { stage=$1; echo "== $1" >&2; }
 
-fail() { echo "error: step $stage failed: $*" >&2; exit 1; }
+fail() { echo "error: step${stage:+ $stage} failed: $*" >&2; exit 1; }
 
 step() {  # run a command, or print it with --dry-run; stop with a line naming the step if it fails
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; return; fi
@@ -146,7 +203,7 @@ fetch() {  # fetch SRC [NAME]: a local path as it is, a URL downloaded once into
 unpack() {  # unpack ARCHIVE DIR: a .zip, .tar.gz or .tgz into DIR (through DIR.part), unless DIR exists
   [ -d "$2" ] && return
   step mkdir -p "$2.part"
-  if [[ $1 == *.zip ]]; then step python -m zipfile -e "$1" "$2.part"
+  if [[ $1 == *.zip ]]; then step unzip_into "$1" "$2.part"
   else step tar -xzf "$1" -C "$2.part"; fi
   step mv "$2.part" "$2"
 }
@@ -160,15 +217,34 @@ unpacked() {  # unpacked SRC [NAME]: the archive SRC fetched (as NAME) and unpac
   echo "$work/unpacked/$name"
 }
 
+py() {  # py CODE ARG...: python -c CODE ARG..., a failure one line "error: ..." (as nmtkit's), not a traceback
+  python -c 'import sys
+code = sys.argv.pop(1)
+try:
+    exec(compile(code, "<recipes/lib.sh>", "exec"), {"__name__": "__main__"})
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+except OSError as e:
+    sys.exit(f"error: {e.filename}: {e.strerror}" if e.filename and e.strerror else f"error: {e}")
+except Exception as e:
+    sys.exit(f"error: {type(e).__name__}: {e}")' "$@"
+}
+
+unzip_into() {  # unzip_into ZIP DIR: the files of ZIP into DIR
+  py 'import sys, zipfile
+zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$@"
+}
+
 segments() {  # segments SGM: the text of the <seg> lines, one a line (sacrebleu's reading of WMT's SGML files)
-  python -c 'import re, sys
+  py 'import re, sys
 for line in open(sys.argv[1], encoding="utf-8"):
     if line.startswith("<seg "):
         print(re.sub(r"\s+", " ", re.sub(r"<seg.*?>(.*)</seg>.*?", r"\1", line).strip()))' "$1"
 }
 
 moses() {  # moses tokenize|detokenize LANG FILE: Moses' normaliser and tokenizer, or its detokenizer (sacremoses)
-  python -c 'import sys
+  py 'import sys
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 how, lang, path = sys.argv[1:]
 normalise, tokenise = MosesPunctNormalizer(lang=lang).normalize, MosesTokenizer(lang=lang).tokenize

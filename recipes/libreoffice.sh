@@ -53,15 +53,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 config=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/configs/libreoffice.yaml
 
 libreoffice_corpus() {  # libreoffice_corpus TGT PACKAGE: sets text, the folder of {train,dev,test}.{en,TGT}
-  local tgt=$1 lang deb split
+  local tgt=$1 lang deb
   local -a debs=()
   if [ -n "${CORPUS:-}" ]; then
     text=$CORPUS
-    for split in train dev test; do
-      if [ "$dry" = 0 ] && { [ ! -f "$text/$split.en" ] || [ ! -f "$text/$split.$tgt" ]; }; then
-        echo "error: CORPUS: $text has no $split.en and $split.$tgt" >&2; exit 2
-      fi
-    done
+    input CORPUS "$text"/{train,dev,test}.{en,"$tgt"}
+    inputs_found
     return
   fi
   text=$work/text
@@ -69,15 +66,14 @@ libreoffice_corpus() {  # libreoffice_corpus TGT PACKAGE: sets text, the folder 
   for lang in en-us "$2"; do
     if [ -n "${LO_DEBS:-}" ]; then
       deb=$(compgen -G "$LO_DEBS/libreoffice-help-${lang}_*.deb" | sort | tail -n 1 || true)
-      [ -n "$deb" ] || [ "$dry" = 1 ] ||
-        { echo "error: LO_DEBS: $LO_DEBS holds no libreoffice-help-${lang}_*.deb" >&2; exit 2; }
-      debs+=("${deb:-$LO_DEBS/libreoffice-help-${lang}_VERSION_all.deb}")
+      needed "$deb" "LO_DEBS: $LO_DEBS holds no libreoffice-help-${lang}_*.deb"
     else
       deb=${DEBIAN_MIRROR:-https://deb.debian.org/debian}/pool/main/libr/libreoffice
       deb=$(fetch "$deb/libreoffice-help-${lang}_${LO_VERSION:-7.4.7-1+deb12u14}_all.deb")
-      debs+=("$deb")
     fi
+    debs+=("$deb")
   done
+  inputs_found
   step python -m nmtkit.data.helppages "${debs[@]}" --dev "${DEV_PAGES:-0.04}" --test "${TEST_PAGES:-0.06}" \
     -o "$text"
 }

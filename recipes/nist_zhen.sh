@@ -33,9 +33,9 @@ nist=${NIST_TEST:-}
 licensed="licensed by the LDC, so given as local files (see the header)"
 needed "$train_in" "NIST_TRAIN: the prefix of the training text, PREFIX.zh and PREFIX.en: $licensed"
 needed "$nist" "NIST_TEST: the folder of the NIST02-06 sets, nist02.zh, nist02.en0 .. en3, ...: $licensed"
-for file in "$train_in.zh" "$train_in.en" "$nist"/nist0{2,3,4,5,6}.{zh,en0,en1,en2,en3}; do
-  [ -f "$file" ] || { echo "error: NIST_TRAIN, NIST_TEST: no file $file ($licensed)" >&2; exit 2; }
-done
+[ -z "$train_in" ] || input NIST_TRAIN "$train_in".{zh,en}
+[ -z "$nist" ] || input NIST_TEST "$nist"/nist0{2,3,4,5,6}.{zh,en0,en1,en2,en3}
+inputs_found
 needs_python sacremoses "sacremoses (Moses' tokenizer) is not installed: pip install 'nmtkit[recipes]'"
 
 stage "1. data: the LDC training text, NIST02 (dev), NIST03-06; English tokenised"

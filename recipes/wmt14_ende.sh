@@ -34,6 +34,12 @@ needs_python sacremoses "sacremoses (Moses' tokenizer) is not installed: pip ins
 stage "1. data: Europarl v7, Common Crawl, News Commentary v9; newstest2012+2013, newstest2014; Moses tokenisation"
 raw=$work/raw text=$work/text
 if [ ! -f "$raw/test.de" ]; then
+  input EUROPARL "$europarl_in"
+  input COMMONCRAWL "$commoncrawl_in"
+  input NEWS_COMMENTARY "$nc_in"
+  input WMT14_DEV "$dev_in"
+  input WMT14_TEST "$test_in"
+  inputs_found
   europarl=$(unpacked "$europarl_in")
   commoncrawl=$(unpacked "$commoncrawl_in")
   nc=$(unpacked "$nc_in")

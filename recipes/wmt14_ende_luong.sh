@@ -20,9 +20,9 @@
 # Usage: recipes/wmt14_ende_luong.sh [--dry-run] [--gpus N] [WORKDIR]   (default WORKDIR ./wmt14-ende-luong)
 #   --dry-run  prints each step's command and runs none (creates nothing)
 #   --gpus N   trains under 'torchrun --nproc-per-node N -m nmtkit train' (one process per GPU)
-# Input: STANFORD_WMT14, a folder or the URL of one, holding train.{en,de}, newstest2013.{en,de},
-#   newstest2014.{en,de}, vocab.50K.{en,de} and dict.en-de (each downloaded once into WORKDIR/downloads)
-#   [default https://nlp.stanford.edu/projects/nmt/data/wmt14.en-de]
+# Inputs, a local path or a URL (each file downloaded once into WORKDIR/downloads):
+#   STANFORD_WMT14  a folder holding train.{en,de}, newstest2013.{en,de}, newstest2014.{en,de}, vocab.50K.{en,de}
+#                   and dict.en-de [default https://nlp.stanford.edu/projects/nmt/data/wmt14.en-de]
 # Settings: VARIANTS, Table 4's rows to train (default all seven, in its order): global-location global-dot
 # global-general local-m-dot local-m-general local-p-dot local-p-general (also global-concat, local-m-concat,
 # local-p-concat: the paper gives only their perplexities, in a footnote of §5.3); HALVINGS (4); BEAM (12, the paper
@@ -56,11 +56,14 @@ done
 
 reversed() { awk '{ for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : ""); print "" }' "$1"; }
 
+stanford_files=(train.{en,de} newstest2013.{en,de} newstest2014.{en,de} vocab.50K.{en,de} dict.en-de)
+for name in "${stanford_files[@]}"; do input STANFORD_WMT14 "$stanford/$name"; done
+inputs_found
+
 stage "1. data: the authors' WMT'14 English-German, the source reversed"
 text=$work/text
 declare -A file
-for name in train.en train.de newstest2013.en newstest2013.de newstest2014.en newstest2014.de vocab.50K.en \
-  vocab.50K.de dict.en-de; do
+for name in "${stanford_files[@]}"; do
   file[$name]=$(fetch "$stanford/$name")
 done
 [ -d "$text" ] || step mkdir -p "$text"

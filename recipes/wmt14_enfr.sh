@@ -27,6 +27,9 @@ dev_test_in=${LIUM_DEV_TEST:-$lium/dev+test.tgz}
 stage "1. data: Schwenk's selection of the WMT'14 bitexts, newstest2012+2013, newstest2014"
 text=$work/text
 if [ ! -f "$text/test.fr" ]; then
+  input LIUM_BITEXTS "$bitexts_in"
+  input LIUM_DEV_TEST "$dev_test_in"
+  inputs_found
   bitexts=$(unpacked "$bitexts_in")
   dev_test=$(unpacked "$dev_test_in")
   [ -d "$text" ] || step mkdir -p "$text"

@@ -61,13 +61,16 @@ flags() {  # flags NAME: the options of Table 1's row NAME
 needed "$data_in" "WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
 TrainDev.zip Test.zip test_pe.zip; see the header)"
 
-stage "1. data"
 text=$work/text
 have_text=1
 for split in train dev test; do for ext in src mt pe; do [ -f "$text/$split.$ext" ] || have_text=0; done; done
+read -r -a items <<< "$data_in"
+[ "$have_text" = 1 ] || input WMT16_APE "${items[@]}"
+inputs_found
+
+stage "1. data"
 if [ "$have_text" = 0 ]; then
   roots=()
-  read -r -a items <<< "$data_in"
   for item in "${items[@]}"; do
     path=$(fetch "$item")
     case $path in

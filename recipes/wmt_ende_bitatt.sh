@@ -40,6 +40,13 @@ needs_python sacremoses "sacremoses (Moses' tokenizer) is not installed: pip ins
 stage "1. data: Europarl v7, Common Crawl, News Commentary v10; newstest2016; newstest2014, 2015; Moses tokenisation"
 raw=$work/raw text=$work/text
 if [ ! -f "$raw/newstest2015.de" ]; then
+  input EUROPARL "$europarl_in"
+  input COMMONCRAWL "$commoncrawl_in"
+  input NEWS_COMMENTARY "$nc_in"
+  input WMT16_TEST "$wmt16_in"
+  input WMT14_TEST "$wmt14_in"
+  input WMT15_TEST "$wmt15_in"
+  inputs_found
   europarl=$(unpacked "$europarl_in")
   commoncrawl=$(unpacked "$commoncrawl_in")
   nc=$(unpacked "$nc_in")

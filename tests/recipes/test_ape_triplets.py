@@ -77,8 +77,10 @@ def test_a_failed_step_stops_the_recipe_with_one_line(tmp_path, built):
     corpus, _, _ = built
     broken = tmp_path / "corpus"
     broken.mkdir()
-    for name in ("train.en", "train.de"):  # no dev set: the MT corpus cannot be made
+    for name in ("train.en", "train.de", "test.en", "test.de"):
         (broken / name).write_text((corpus / name).read_text())
+    for name in ("dev.en", "dev.de"):  # an empty dev set: the MT corpus cannot be made
+        (broken / name).write_text("")
     r = recipe(broken, tmp_path / "w")
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
@@ -89,4 +91,11 @@ def test_a_failed_step_stops_the_recipe_with_one_line(tmp_path, built):
 
 def test_a_corpus_folder_is_needed(tmp_path):
     r = recipe(tmp_path / "nothing", tmp_path / "w")
-    assert r.returncode == 2 and "CORPUS" in r.stderr and "train.en" in r.stderr
+    assert r.returncode == 2 and r.stderr == f"error: CORPUS: {tmp_path}/nothing: no such file or folder\n"
+    (tmp_path / "nothing").mkdir()
+    (tmp_path / "nothing" / "train.en").write_text("")
+    r = recipe(tmp_path / "nothing", tmp_path / "w", "--dry-run")
+    assert r.returncode == 2 and r.stderr.splitlines() == [f"error: CORPUS: {tmp_path}/nothing/{name}: no such file or "
+                                                           "folder" for name in ("train.de", "dev.en", "dev.de",
+                                                                                 "test.en", "test.de")]
+    assert not (tmp_path / "w").exists()

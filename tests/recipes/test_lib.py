@@ -114,3 +114,15 @@ def test_moses_tokenises_without_escaping_and_detokenises_and_needs_python_says_
     r = script(tmp_path, "needs_python json ok\nneeds_python no_such_module 'no_such_module: pip install it'")
     assert r.returncode == 2 and r.stderr == "error: no_such_module: pip install it\n"
     assert script(tmp_path, "needs_python no_such_module nope", "--dry-run").returncode == 0
+
+
+def test_inputs_are_all_named_one_line_each_before_any_step_with_a_dry_run_too(tmp_path):
+    (tmp_path / "here").write_text("")
+    body = (f'needed "" "A: give it"\ninput B "{tmp_path}/here" https://x.org/b.tgz "{tmp_path}/no/x.en" '
+            f'"{tmp_path}/no/x.de" "{tmp_path}/y"\ninputs_found\necho after')
+    for args in ((), ("--dry-run",)):
+        r = script(tmp_path, body, *args)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.splitlines() == ["error: A: give it", f"error: B: {tmp_path}/no: no such file or folder",
+                                         f"error: B: {tmp_path}/y: no such file or folder"]
+    assert script(tmp_path, f'input B "{tmp_path}/here"\ninputs_found\necho after').stdout == "after\n"

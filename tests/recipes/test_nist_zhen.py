@@ -93,9 +93,16 @@ def test_the_licensed_data_must_be_given(data, tmp_path):
     r = run_recipe(RECIPE, tmp_path / "w", NIST_TEST=str(data / "nist"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert r.stderr.startswith("error: NIST_TRAIN: ") and "licensed by the LDC" in r.stderr
+    (tmp_path / "nist03.zh").write_text("")
     r = run_recipe(RECIPE, tmp_path / "w", NIST_TRAIN=str(data / "train"), NIST_TEST=str(tmp_path))
-    assert r.returncode == 2 and r.stderr == (f"error: NIST_TRAIN, NIST_TEST: no file {tmp_path}/nist02.zh "
-                                              "(licensed by the LDC, so given as local files (see the header))\n")
+    assert r.returncode == 2  # every missing file, one line each
+    assert r.stderr.splitlines() == [f"error: NIST_TEST: {tmp_path}/{name}: no such file or folder" for name in
+                                     (f"nist0{i}.{ext}" for i in range(2, 7) for ext in ("zh", "en0", "en1", "en2", "en3"))
+                                     if name != "nist03.zh"]
+    r = run_recipe(RECIPE, tmp_path / "w", "--dry-run", NIST_TRAIN=str(tmp_path / "no" / "train"))
+    assert r.returncode == 2 and r.stderr.splitlines() == [  # with --dry-run too
+        "error: NIST_TEST: the folder of the NIST02-06 sets, nist02.zh, nist02.en0 .. en3, ...: licensed by the LDC, "
+        "so given as local files (see the header)", f"error: NIST_TRAIN: {tmp_path}/no: no such file or folder"]
     assert not (tmp_path / "w").exists()
 
 

@@ -76,9 +76,9 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
 
 
 def test_a_missing_archive_stops_with_one_line_and_the_shared_part_is_no_recipe(tmp_path):
-    r = recipe(tmp_path, tmp_path / "w", LIUM_BITEXTS=str(tmp_path / "nope.tgz"))
-    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == (
-        f"error: step 1. data: Schwenk's selection of the WMT'14 bitexts, newstest2012+2013, newstest2014 failed: "
-        f"{tmp_path}/nope.tgz: no such file or folder")
+    r = recipe(tmp_path, tmp_path / "w", LIUM_BITEXTS=str(tmp_path / "nope.tgz"))  # an input: checked before any step
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == (
+        f"error: LIUM_BITEXTS: {tmp_path}/nope.tgz: no such file or folder")
+    assert not (tmp_path / "w").exists()
     shared = subprocess.run(["bash", str(RECIPE.parent / "wmt14_target_attn.sh")], capture_output=True, text=True)
     assert shared.returncode == 2 and "run one of them" in shared.stderr
