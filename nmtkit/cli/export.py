@@ -13,7 +13,7 @@ QUANTIZATIONS = ("float32", "int8", "int16", "int8_float32", "float16", "bfloat1
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="the model folder to write")
 @click.option("--quantization", type=click.Choice(QUANTIZATIONS), default="float32", show_default=True,
               help="weights as stored by CTranslate2")
-@click.option("--force", is_flag=True, help="replace an existing output folder")
+@click.option("--force", is_flag=True, help="replace an earlier export (never a folder holding anything else)")
 def command(fmt, model_path, output, quantization, force):
     """Export a transformer checkpoint for CTranslate2, the CPU/GPU inference engine.
 
@@ -33,5 +33,5 @@ def command(fmt, model_path, output, quantization, force):
 
     loaded = load_model(model_path, torch.device("cpu"))
     folder = export_ctranslate2(loaded.model, loaded.text_vocab("src"), loaded.tgt_vocab, loaded.config, output,
-                                quantization, force)
+                                quantization, force, [model_path])
     log(f"wrote the CTranslate2 model ({quantization}) to {folder}")

@@ -6,6 +6,8 @@ architecture's options are added, so ``nmtkit train --arch luong --help`` shows 
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -115,11 +117,10 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
     """Train a model. Every option can also be a key of the YAML --config.
 
     Writes best.pt (best validation), last.pt, config.yaml and train.jsonl (one JSON line per
-    log and validation) to --save-dir. Under torchrun, trains with one process per device.
+    log and validation) to --save-dir, which is locked while it trains (a second run there is refused).
+    Under torchrun, trains with one process per device.
     """
-    from nmtkit.device import pick_device
-    from nmtkit.train.distributed import init_distributed, shutdown
-    from nmtkit.train.trainer import Trainer
+    from nmtkit.train.run_lock import RunLock
 
     spec = ctx.command.spec
     options = TRAIN_OPTIONS + spec.options
@@ -139,6 +140,18 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
         raise NmtkitError("--init-optimizer and --init-lr go with --init-from", exit_code=2)
     if resume and init_from:
         raise NmtkitError("--resume and --init-from exclude each other", exit_code=2)
+    main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 holds the lock for every rank
+    with RunLock(config["save_dir"]) if main_process else contextlib.nullcontext():
+        _train(config, resume, init_from, init_optimizer, init_lr, freeze_embeddings)
+
+
+def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer: bool, init_lr: bool,
+           freeze_embeddings: bool) -> None:
+    """Check what ``--save-dir`` holds against ``--resume``, then train."""
+    from nmtkit.device import pick_device
+    from nmtkit.train.distributed import init_distributed, shutdown
+    from nmtkit.train.trainer import Trainer
+
     if resume and not (Path(config["save_dir"]) / "last.pt").exists():
         raise NmtkitError(f"--resume: no {Path(config['save_dir']) / 'last.pt'} to resume from", exit_code=2)
     if not resume and (Path(config["save_dir"]) / "last.pt").exists():

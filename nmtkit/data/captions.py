@@ -14,6 +14,7 @@ from typing import Iterator, Mapping, Optional
 
 import numpy as np
 
+from nmtkit.data.folders import CORPUS, check_output_folder
 from nmtkit.data.images import (
     IMAGE,
     ImageSpec,
@@ -24,10 +25,10 @@ from nmtkit.data.images import (
     read_image_list,
 )
 from nmtkit.data.manifest import FORMAT_VERSION
-from nmtkit.data.preprocess import VocabSpec, build_vocabs, check_new_corpus, save_token_stream, write_manifest
+from nmtkit.data.preprocess import VocabSpec, build_vocabs, corpus_folder, save_token_stream, write_manifest
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET
-from nmtkit.data.text import PathLike, atomic_folder, atomic_output
+from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, warn
 
@@ -43,7 +44,7 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
     ``valid`` and optionally ``test``), with images under ``images`` (or features given per split)."""
     out, spec = Path(out), spec or ImageSpec()
     vocab = vocab or VocabSpec(kind="word", size=10_000)
-    check_new_corpus(out, overwrite)
+    check_output_folder(out, CORPUS, overwrite, "-o", "--overwrite")
     by_image = read_captions(captions)
     names = {split: read_image_list(path) for split, path in splits.items()}
     for split, listed in names.items():
@@ -52,7 +53,8 @@ def preprocess_captions(out: PathLike, captions: PathLike, splits: Mapping[str, 
             raise NmtkitError(f"{splits[split]}: image {missing[0]!r} has no caption in {captions} "
                               f"({len(missing)} such image(s))")
     made = SplitFeatures(spec, features or {}, {split: len(listed) for split, listed in names.items()})
-    with atomic_folder(out, "corpus folder") as tmp:
+    inputs = [captions, *splits.values(), images, vocab.tgt_file, *(features or {}).values(), spec.weights]
+    with corpus_folder(out, overwrite, [f for f in inputs if f]) as tmp:
         train_text = tmp / f"train.{lang}"
         with atomic_output(train_text, "w") as f:
             f.writelines(c.replace("\n", " ") + "\n" for n in names["train"] for c in by_image[n])

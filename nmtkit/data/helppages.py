@@ -31,12 +31,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from nmtkit.data.text import PathLike, atomic_folder, check_readable
+from nmtkit.data.folders import atomic_folder, check_output_folder
+from nmtkit.data.text import PathLike, check_readable
 from nmtkit.errors import NmtkitError
 
 PAGE = re.compile(r"^(?:\./)?usr/share/libreoffice/help/([^/]+)/(text/.+\.html)$")
 BLOCKS = {"p", "h", "h1", "h2", "h3", "h4", "h5", "h6"}  # the elements that carry paragraph ids
 SPLITS = ("train", "dev", "test")
+TEXT_FOLDER = "parallel text folder"  # what build_corpus writes, as its marker names it
 DAMAGED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")  # control characters: broken encodings
 
 Pages = dict[str, dict[str, list[str]]]  # page -> id -> the texts of its elements, in order
@@ -204,8 +206,7 @@ def build_corpus(src_deb: PathLike, tgt_deb: PathLike, out: PathLike, dev: float
                  max_words: int = 80, overwrite: bool = False) -> dict[str, int]:
     """Write ``out/{train,dev,test}.{SRC,TGT}`` from two libreoffice-help ``.deb`` files; pairs per split."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise NmtkitError(f"{out}: exists and is not empty (--overwrite replaces it)", exit_code=2)
+    check_output_folder(out, TEXT_FOLDER, overwrite, "-o", "--overwrite", [src_deb, tgt_deb])
     src_lang, src = read_package(src_deb)
     tgt_lang, tgt = read_package(tgt_deb)
     a, b = suffix(src_lang), suffix(tgt_lang)
@@ -214,7 +215,7 @@ def build_corpus(src_deb: PathLike, tgt_deb: PathLike, out: PathLike, dev: float
     kept = split_pairs(src, tgt, dev, test, max_words)
     if not kept["train"]:
         raise NmtkitError(f"{src_deb} and {tgt_deb}: no paragraphs pair up (no common pages and ids)")
-    with atomic_folder(out, "corpus folder") as tmp:
+    with atomic_folder(out, TEXT_FOLDER, overwrite, "-o", "--overwrite", [src_deb, tgt_deb]) as tmp:
         for name, rows in kept.items():
             for k, lang in enumerate((a, b)):
                 (tmp / f"{name}.{lang}").write_text("".join(row[k] + "\n" for row in rows), encoding="utf-8")
@@ -240,7 +241,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="the share of the help pages held out for test (default: 0.06)")
     parser.add_argument("--max-words", type=int, default=80, metavar="N",
                         help="dev and test keep segments of at most N source words (default: 80)")
-    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it is a parallel text folder this command made")
     args = parser.parse_args(argv)
     try:
         counts = build_corpus(args.src_deb, args.tgt_deb, args.out, args.dev, args.test, args.max_words,

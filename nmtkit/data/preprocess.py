@@ -13,13 +13,13 @@ from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from nmtkit.data.edits import DELETE, KEEP, edit_operations
+from nmtkit.data.folders import CORPUS, atomic_folder, check_output_folder
 from nmtkit.data.images import IMAGE, ImageSpec, SplitFeatures, image_paths
 from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.text import (
     PathLike,
-    atomic_folder,
     atomic_output,
     check_parallel,
     decode_line,
@@ -87,11 +87,10 @@ def source_streams(specs: Union[str, Sequence[str]]) -> dict[str, str]:
     return streams
 
 
-def check_new_corpus(out: Path, overwrite: bool) -> None:
-    """Refuse an output folder that already holds files (a corpus or anything else) unless ``overwrite``."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        what = "a corpus" if (out / MANIFEST).exists() else "files"
-        raise NmtkitError(f"{out}: output folder already holds {what}; use --overwrite to replace it", exit_code=1)
+def corpus_folder(out: Path, overwrite: bool, inputs: Iterable[PathLike]):
+    """:func:`~nmtkit.data.folders.atomic_folder` for a corpus folder written to ``-o out``: an earlier corpus
+    replaced with ``--overwrite`` only if it holds nothing else, and never a folder holding one of ``inputs``."""
+    return atomic_folder(out, CORPUS, overwrite, "-o", "--overwrite", inputs)
 
 
 def check_ape_edits(stream: str, sources: Sequence[str], spec: VocabSpec) -> None:
@@ -264,7 +263,7 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
     """
     out = Path(out)
     vocab = vocab or VocabSpec()
-    check_new_corpus(out, overwrite)
+    check_output_folder(out, CORPUS, overwrite, "-o", "--overwrite")
     splits = {"train": train, "valid": valid}
     if test:
         splits["test"] = test
@@ -282,7 +281,10 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
               for split, paths in files.items()}
     part = _MultimodalPart(images, SplitFeatures(images.spec, images.features, counts), lists) if images else None
 
-    with atomic_folder(out, "corpus folder") as tmp:
+    inputs = [*(f for paths in files.values() for f in paths.values()), *lists.values(), vocab.src_file, vocab.tgt_file]
+    if images:
+        inputs += [*images.features.values(), images.folder, images.spec.weights]
+    with corpus_folder(out, overwrite, [f for f in inputs if f]) as tmp:
         _write_corpus(tmp, files, counts, suffixes, vocab, max_len, shard_size, ape_edits, part)
     return out
 

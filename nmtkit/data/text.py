@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import codecs
 import os
-import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Union
 
-from nmtkit.errors import DiskFull, NmtkitError, writing
+from nmtkit.errors import NmtkitError, writing
 
 PathLike = Union[str, os.PathLike]
 
@@ -135,31 +134,6 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
-
-
-@contextmanager
-def atomic_folder(path: PathLike, what: str = "folder") -> Iterator[Path]:
-    """A new temporary folder beside ``path`` to write into, renamed to ``path`` (replacing what was there) only
-    on success, with a new folder's permissions. A failure or a kill never leaves a partial folder under the
-    final name; a full disk is one line naming "the ``what`` ``path``"."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's folder is private
-    try:
-        try:
-            with writing(path):
-                yield tmp
-        except DiskFull:  # named after the folder, not the temporary one holding the file that did not fit
-            raise DiskFull(f"the {what} {path}") from None
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -10,14 +10,18 @@ and the source gets its ``</s>`` from the model's configuration, as nmtkit appen
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import torch
 
-from nmtkit.data.text import PathLike, atomic_folder
+from nmtkit.data.folders import atomic_folder, check_output_folder
+from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.models.transformer import DecoderStack, Sublayers, Transformer
+
+EXPORT = "CTranslate2 model folder"
 
 
 def _require_ctranslate2() -> None:
@@ -88,21 +92,21 @@ def transformer_spec(model: Transformer, src_tokens: list[str], tgt_tokens: list
 
 
 def export_ctranslate2(model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, config: dict, output: PathLike,
-                       quantization: str = "float32", force: bool = False) -> Path:
+                       quantization: str = "float32", force: bool = False, inputs: Sequence[PathLike] = ()) -> Path:
     """Write ``model`` (a ``transformer``, with its vocabularies and config) as a CTranslate2 model folder, with its
-    SentencePiece models if any; the folder appears under its name only when complete."""
+    SentencePiece models if any; the folder appears under its name only when complete. With ``force`` it replaces
+    an earlier export, never a folder holding anything else or one of ``inputs`` (the checkpoint)."""
     arch = config["arch"]
     if type(model) is not Transformer:
         raise NmtkitError(f"--format ctranslate2: CTranslate2 has no equivalent of --arch {arch}; only transformer "
                           "models are exported", exit_code=2)
     output = Path(output)
-    if output.exists() and not force:
-        raise NmtkitError(f"-o {output}: already exists; use --force to replace it", exit_code=2)
+    check_output_folder(output, EXPORT, force, "-o", "--force", inputs)
     tokens = lambda v: v.id_to_token(range(len(v)))
     spec = transformer_spec(model, tokens(src_vocab), tokens(tgt_vocab), config.get("max_positions", 1024))
     spec.validate()
     spec.optimize(quantization=quantization)
-    with atomic_folder(output, "CTranslate2 model folder") as tmp:
+    with atomic_folder(output, EXPORT, force, "-o", "--force", inputs) as tmp:
         spec.save(str(tmp))
         for name, vocab in (("source", src_vocab), ("target", tgt_vocab)):
             proto = getattr(vocab, "proto", None)

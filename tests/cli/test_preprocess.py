@@ -60,7 +60,7 @@ def test_empty_missing_and_existing(text_dir, tmp_path):
     assert "missing.en: no such file" in r.stderr
     run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c"])
     r = run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c"], ok=False)
-    assert "already holds a corpus; use --overwrite" in r.stderr
+    assert "already holds a corpus folder; use --overwrite" in r.stderr
     run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c", "--overwrite"])
 
 

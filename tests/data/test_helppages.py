@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from nmtkit.data.folders import MARKER
 from nmtkit.data.helppages import build_corpus, main, read_package, segments, split_of
 from nmtkit.errors import NmtkitError
 from tests.data.helpdebs import page, toy_help, write_deb
@@ -69,8 +70,8 @@ def test_paragraphs_pair_by_page_and_id_and_what_does_not_pair_is_left_out(tmp_p
     assert counts == {"train": 4, "dev": 0, "test": 0}
     assert lines(out, "train.en") == ["Title", "One.", "Two.", "Twice."]  # in the order of the English page
     assert lines(out, "train.de") == ["Titel", "Eins.", "Zwei.", "Zweimal."]
-    assert sorted(p.name for p in out.iterdir()) == [f"{s}.{lang}" for s in ("dev", "test", "train")
-                                                     for lang in ("de", "en")]
+    assert sorted(p.name for p in out.iterdir() if p.name != MARKER) == [f"{s}.{lang}" for s in ("dev", "test", "train")
+                                                                         for lang in ("de", "en")]
 
 
 def test_pages_split_by_their_path_and_dev_and_test_hold_short_unseen_segments(tmp_path):
@@ -110,6 +111,9 @@ def test_the_command_line(tmp_path):
     assert main([str(en), str(de), "-o", str(tmp_path / "lo")]) == 2  # the folder is there
     assert main([str(en), str(de), "-o", str(tmp_path / "lo"), "--overwrite", "--dev", "0.6", "--test", "0.5"]) == 2
     assert main([str(en), str(de), "-o", str(tmp_path / "lo"), "--overwrite"]) == 0
+    (tmp_path / "lo" / "mine.txt").write_text("mine\n")  # --overwrite replaces only what it made
+    assert main([str(en), str(de), "-o", str(tmp_path / "lo"), "--overwrite"]) == 2
+    assert (tmp_path / "lo" / "mine.txt").is_file()
 
 
 @pytest.mark.parametrize("fault", ["not a deb", "truncated", "no data", "zstd", "damaged data", "no pages",

@@ -6,6 +6,7 @@ import torch
 
 from nmtkit.data.batching import TrainingBatches
 from nmtkit.data.edits import DELETE, KEEP, apply_edits, edit_operations
+from nmtkit.data.folders import MARKER
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.verify import verify_corpus
@@ -41,7 +42,7 @@ def test_length_filter_and_empty_pairs_are_counted(tmp_path):
 def test_existing_corpus_is_refused_without_overwrite(tmp_path):
     train, valid = _pairs(tmp_path)
     out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))
-    with pytest.raises(NmtkitError, match="already holds a corpus; use --overwrite"):
+    with pytest.raises(NmtkitError, match="already holds a corpus folder; use --overwrite"):
         preprocess(out, "en", "de", train, valid, vocab=VocabSpec("word", 50))
     preprocess(out, "en", "de", train, valid, vocab=VocabSpec("word", 50), overwrite=True)
 
@@ -141,7 +142,7 @@ def test_ape_edits_encode_the_target_as_operations(tmp_path):
     assert corpus.reference_path("valid").read_text() == "y x\n\n"
     assert (out / corpus.manifest["splits"]["valid"]["inputs"]["mt"]).read_text() == "x y\nw\n"
     assert verify_corpus(corpus).examples == {"train": 4, "valid": 2, "test": 1}
-    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # the operation files are removed
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [MARKER]  # the operation files are removed
 
 
 def test_ape_edits_errors(tmp_path):
