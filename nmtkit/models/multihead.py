@@ -2,7 +2,8 @@
 
 head_i = Attention(q W_i^q / sqrt(d_s), k W_i^k, v W_i^v), MultiHead = Concat(head_1..head_s) W^o.
 PyTorch's fused ``scaled_dot_product_attention`` computes it when no weights are asked for; the
-explicit softmax only when they are (attention files), averaged over the heads.
+explicit softmax only when they are (attention files: the attention over a memory, never causal), averaged over
+the heads or of one head.
 """
 from __future__ import annotations
 
@@ -44,37 +45,41 @@ class MultiHeadAttention(nn.Module):
         return self._split(k), self._split(v)
 
     def self_attend(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, causal: bool = False,
-                    cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False
-                    ) -> tuple[torch.Tensor, Optional[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
-        """Self-attention of ``x [B, T, d]``: its output, its weights if asked for, and its keys and values
-        (with ``cache``, the keys and values of earlier steps, those of ``x`` appended: incremental decoding,
-        where every earlier position is visible and ``causal`` is not needed)."""
+                    cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None
+                    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Self-attention of ``x [B, T, d]``: its output and its keys and values (with ``cache``, the keys and
+        values of earlier steps, those of ``x`` appended: incremental decoding, where every earlier position is
+        visible and ``causal`` is not needed). ``mask`` hides an encoder's padding; ``causal`` hides a decoder's
+        later positions (and so its padding, which follows its tokens): one or the other. Nothing asks for the
+        weights of self-attention: it always runs fused."""
         q, k, v = self.qkv(x).view(x.size(0), x.size(1), 3, self.heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        out, w = self.attend(q, k, v, mask, causal, weights)
-        return out, w, (k, v)
+        if causal and mask is not None:
+            raise ValueError("causal self-attention takes no mask")
+        out, _ = self.attend(q, k, v, mask, False, causal=causal)
+        return out, (k, v)
 
     def attend_memory(self, x: torch.Tensor, keys_values: tuple[torch.Tensor, torch.Tensor],
                       mask: Optional[torch.Tensor], weights: bool = False, head: Optional[int] = None
                       ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Attention of ``x [B, T, d]`` over a memory's :meth:`keys_values`."""
-        return self.attend(self._split(self.q(x)), *keys_values, mask, False, weights, head)
+        return self.attend(self._split(self.q(x)), *keys_values, mask, weights, head)
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], causal: bool,
-               weights: bool, head: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], weights: bool,
+               head: Optional[int] = None, causal: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Heads ``[B, h, T, d_head]`` attending to ``k, v [B, h, S, d_head]``; ``mask`` (True: visible) broadcasts
         to ``[B, h, T, S]``. Returns the projected output ``[B, T, d]`` and, if asked, the weights ``[B, T, S]``
-        of ``head`` (0-based), or averaged over the heads."""
+        of ``head`` (0-based), or averaged over the heads. ``causal`` (T = S, no mask): query i sees keys 0..i, in
+        the fused kernel only (:meth:`self_attend`'s)."""
         p = self.dropout if self.training else 0.0
         if not weights:
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal and mask is None)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
             w = None
         else:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
             if causal:
-                future = torch.ones(q.size(2), k.size(2), dtype=torch.bool, device=q.device).triu(k.size(2) - q.size(2) + 1)
-                scores = scores.masked_fill(future, -torch.inf)
+                raise ValueError("causal attention runs fused, without weights")
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
             if mask is not None:
                 scores = scores.masked_fill(~mask, -torch.inf)
             probs = torch.softmax(scores, dim=-1)

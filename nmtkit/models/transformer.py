@@ -136,7 +136,7 @@ class DecoderLayer(nn.Module):
         """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
         memory attention weights if asked, the self-attention keys and values."""
         sub = self.sub
-        a, _, kv = self.self_attention.self_attend(sub.before(0, y), causal=cache is None, cache=cache)
+        a, kv = self.self_attention.self_attend(sub.before(0, y), causal=cache is None, cache=cache)
         y, w = self.cross(sub.after(0, y, a), memory, masks, weights, head)
         last = len(sub.norms) - 1
         return sub.after(last, y, self.ffn(sub.before(last, y))), w, kv
@@ -228,6 +228,11 @@ class Positions(nn.Module):
         self.learned = nn.Embedding(max_positions, d_model) if kind == "learned" else None
         self.table = torch.empty(0, d_model)  # sinusoids computed so far (not a parameter, not saved)
 
+    @property
+    def limit(self) -> Optional[int]:
+        """How many positions there are encodings for: the learned table's size; None for sinusoids (any)."""
+        return self.max_positions if self.learned is not None else None
+
     def forward(self, length: int, offset: int, device: torch.device) -> torch.Tensor:
         """Encodings ``[length, d_model]`` of positions offset .. offset + length - 1."""
         end = offset + length
@@ -247,6 +252,8 @@ class Positions(nn.Module):
 
 
 class Transformer(Seq2Seq):
+    limit_option = "--max-positions"
+
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn_size: int = 2048, heads: int = 8,
                  enc_layers: int = 6, dec_layers: int = 6, dropout: float = 0.1, attention_dropout: float = 0.1,
                  activation_dropout: float = 0.0, norm: str = "post", positions: str = "sinusoidal",
@@ -269,6 +276,14 @@ class Transformer(Seq2Seq):
         self.dropout = nn.Dropout(dropout)
         self.layer_args, self.tie = layer_args, tie_embeddings
         self._init_parameters(tie_embeddings)
+
+    def input_limit(self) -> Optional[int]:
+        """A source and its ``</s>`` take one position each."""
+        return None if self.positions.limit is None else self.positions.limit - 1
+
+    def output_limit(self) -> Optional[int]:
+        """``<s>`` and the tokens before ``</s>`` take one position each."""
+        return self.input_limit()
 
     def decoder_layer(self, *layer_args) -> DecoderLayer:
         """One decoder layer (a multi-source model's attend to several memories)."""

@@ -1,11 +1,15 @@
 """Export to CTranslate2: the exported float32 model's greedy translations equal nmtkit's, for post- and
-pre-norm, sinusoidal and learned positions; other architectures are refused in one line."""
+pre-norm, sinusoidal and learned positions; its token log-probabilities equal nmtkit's for a model whose every
+parameter (layer normalisations included) is random; other architectures are refused in one line."""
 import pytest
 import torch
 
+from nmtkit.data.vocab import WordVocab
 from nmtkit.inference import load_model
 from nmtkit.search.translator import SearchOptions, translate_ids
+from nmtkit.tools.ctranslate2_export import export_ctranslate2
 from tests.conftest import run
+from tests.models import test_transformer as tiny
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="the optional extra nmtkit[ctranslate2] is not installed "
                                                         "('make test' installs it)")
@@ -37,7 +41,44 @@ def test_the_exported_model_translates_as_nmtkit_does(corpus_dir, text_dir, tmp_
     int8 = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu").translate_batch([src.id_to_token(ids[0])])
     assert int8[0].hypotheses[0]
     r = run(["export", "-m", save / "last.pt", "-o", tmp_path / "ct2"], ok=False)
-    assert r.exit_code == 2 and "already exists; use --force" in r.stderr
+    assert r.exit_code == 2 and "already holds a CTranslate2 model folder; use --force" in r.stderr
+
+
+def randomise(model: torch.nn.Module, seed: int = 0) -> None:
+    """Every parameter random: layer normalisations' gains around one and their biases far from zero, so that a
+    gain or bias exported wrongly (left out, swapped, another layer's) changes the scores."""
+    g = torch.Generator().manual_seed(seed)
+    norms = {id(p) for m in model.modules() if isinstance(m, torch.nn.LayerNorm) for p in m.parameters()}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if id(p) in norms and name.endswith("weight"):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * (0.5 if id(p) in norms or p.dim() == 1 else 0.3))
+
+
+@pytest.mark.parametrize("over", [{}, {"norm": "pre"}, {"norm": "pre", "positions": "learned", "max_positions": 32,
+                                                         "tie_embeddings": False}],
+                         ids=["post-norm", "pre-norm", "pre-learned-untied"])
+def test_the_exported_model_scores_tokens_as_nmtkit_does(tmp_path, over):
+    """CTranslate2's log-probability of each reference token (``score_batch``) is nmtkit's teacher-forced one."""
+    model, batch = tiny.model(**over), tiny.batch()
+    randomise(model)
+    src = WordVocab([f"s{i}" for i in range(4, tiny.V_SRC)])
+    tgt = WordVocab([f"t{i}" for i in range(4, tiny.V_TGT)])
+    assert (len(src), len(tgt)) == (tiny.V_SRC, tiny.V_TGT)
+    export_ctranslate2(model, src, tgt, {**tiny.TINY, **over}, tmp_path / "ct2")
+    with torch.no_grad():
+        lp = torch.log_softmax(model(batch).logits, -1).gather(-1, batch.tgt_out.unsqueeze(-1)).squeeze(-1)
+    lengths = (batch.tgt_out != 0).sum(1).tolist()
+    ours = [lp[i, :n].tolist() for i, n in enumerate(lengths)]  # each target token and </s>
+    sources = [src.id_to_token(row[:n - 1].tolist()) for row, n in zip(batch["src"].data, batch["src"].lengths)]
+    targets = [tgt.id_to_token(row[:n - 1].tolist()) for row, n in zip(batch.tgt_out, lengths)]
+    scored = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu").score_batch(sources, targets)
+    theirs = [r.log_probs for r in scored]
+    assert [len(x) for x in theirs] == lengths
+    for a, b in zip(theirs, ours):
+        assert a == pytest.approx(b, abs=1e-4)
 
 
 def test_architectures_ctranslate2_cannot_express_are_refused(trained_ckpt, tmp_path):

@@ -34,16 +34,20 @@ def config(arch="rnnsearch", **over):
     return resolve(TRAIN_OPTIONS + get_spec(arch).options, {}, {**base, **over})
 
 
-@pytest.fixture(scope="module")
-def reverse_corpus(tmp_path_factory):
-    """Random letter sequences and their reversal."""
-    d = tmp_path_factory.mktemp("reverse")
+def write_reverse_corpus(d, train: int = 3000, valid: int = 40):
+    """A corpus in ``d/data`` of random letter sequences and their reversal."""
     g = random.Random(0)
-    for split, n in (("train", 3000), ("valid", 40)):
+    for split, n in (("train", train), ("valid", valid)):
         src = [[g.choice("abcdefghij") for _ in range(g.randrange(3, 9))] for _ in range(n)]
         (d / f"{split}.in").write_text("".join(" ".join(s) + "\n" for s in src))
         (d / f"{split}.out").write_text("".join(" ".join(reversed(s)) + "\n" for s in src))
     return preprocess(d / "data", "in", "out", d / "train", d / "valid", vocab=VocabSpec("word", 50))
+
+
+@pytest.fixture(scope="module")
+def reverse_corpus(tmp_path_factory):
+    """Random letter sequences and their reversal."""
+    return write_reverse_corpus(tmp_path_factory.mktemp("reverse"))
 
 
 def test_a_tiny_model_learns_to_reverse(reverse_corpus, tmp_path):
