@@ -1,6 +1,8 @@
 """Devices: choosing one, and recognising running out of its memory."""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from nmtkit.errors import NmtkitError
@@ -24,3 +26,22 @@ def is_out_of_memory(e: BaseException) -> bool:
     """Whether an exception is a device (or host) allocation failure."""
     text = str(e)
     return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
+
+
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU that supports it, a CPU with AVX512-BF16 or
+    AMX (elsewhere PyTorch emulates it, slower than float32, and oneDNN's LSTM has no bfloat16 kernel)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        capabilities = getattr(torch.cpu, "get_capabilities", dict)()
+        return bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
+    return False
+
+
+def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
+    """The type mixed precision computes in on ``device``: float16 on GPUs, bfloat16 on CPUs that have it natively;
+    elsewhere None (float32: emulated bfloat16 is slower)."""
+    if device.type == "cuda":
+        return torch.float16
+    return torch.bfloat16 if native_bfloat16(device) else None

@@ -85,8 +85,10 @@ def ensemble_of(members: Sequence[LoadedModel], paths: Sequence[str], weights: O
         if member.ape_edits != first.ape_edits:
             raise NmtkitError(f"-m {path}: outputs {'edit operations' if member.ape_edits else 'text'}, "
                               f"{paths[0]} does not; an ensemble's models output the same", exit_code=2)
-        streams.append({s: s if k == 0 or _reads_alike(first, member, s) else f"{s}@{k + 1}"
-                        for s in member.model.inputs})
+        truncated_alike = member.model.input_limit() == first.model.input_limit()
+        shared = [s for s in member.model.inputs if _reads_alike(first, member, s)
+                  and (truncated_alike or member.meta.streams[s].kind != TOKENS)]
+        streams.append({s: s if k == 0 or s in shared else f"{s}@{k + 1}" for s in member.model.inputs})
     model = Ensemble([m.model for m in members], normalised_weights(weights, len(members)), streams, attention_from)
     return LoadedModel(model, first.vocabs, first.config, first.meta, first.images, first.ape_edits)
 

@@ -9,7 +9,7 @@ from nmtkit.config import POSITIVE
 
 @click.command("average")
 @click.argument("checkpoints", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--run", "run_dir", type=click.Path(file_okay=False),
+@click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False),
               help="a run folder: average the step checkpoints it kept (train --keep-checkpoints)")
 @click.option("--last", type=Checked(int, POSITIVE), help="with --run: only the last N of them")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),

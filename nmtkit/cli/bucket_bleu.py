@@ -40,18 +40,16 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
     import json
     import sys
 
-    from sacrebleu.metrics.bleu import _TOKENIZERS
-
     from nmtkit.data.text import atomic_output, check_readable, read_lines
     from nmtkit.errors import NmtkitError
+    from nmtkit.metrics.text import check_tokenizer
     from nmtkit.tools.bucket_bleu import bucket_bleu, parse_buckets, plot_buckets
     from nmtkit.tools.figures import figure_format
 
     bounds = parse_buckets(buckets)
     for option, name in (("--tokenize", tokenize), ("--bleu-tokenize", bleu_tokenize)):
-        if name is not None and name not in _TOKENIZERS:
-            raise NmtkitError(f"{option}: unknown tokenizer {name!r}; known: {', '.join(sorted(_TOKENIZERS))}",
-                              exit_code=2)
+        if name is not None:
+            check_tokenizer(name, option)
     if plot_path:
         figure_format(plot_path, "--plot")
     systems = dict(_system(h) for h in hyps)

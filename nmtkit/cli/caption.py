@@ -23,7 +23,7 @@ def command(input_path, cnn_weights, features, **options):
     corpus made them (the CNN, its weights and the image size are recorded in the checkpoint).
     --attention-out writes the attention over the image's grid of features (cells r0c0, r0c1, ...).
     """
-    from nmtkit.search.sources import FeatureSource, image_source
+    from nmtkit.search.sources import FeatureSource, check_captioner, check_features, image_source
 
     verbs = ("captioning", "captioned")
     if features:
@@ -32,7 +32,13 @@ def command(input_path, cnn_weights, features, **options):
         if input_path:
             raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
         given = FeatureSource(load_features(features, f"--features {features}"))
-        decode(lambda loaded, path, name: given, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
+
+        def rows(loaded, path, name):
+            check_captioner(loaded, path)
+            check_features(loaded, given.stream, given.features, f"--features {features}")
+            return given
+
+        decode(rows, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
         return
     decode(lambda loaded, path, name: image_source(loaded, path, cnn_weights, name),
            input_paths=(input_path,) if input_path else (), chunk_size=256, verbs=verbs, **options)

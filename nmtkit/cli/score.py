@@ -46,6 +46,10 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
 
     if not refs:
         raise NmtkitError("-r/--ref: at least one reference file is required", exit_code=2)
+    if tokenize is not None:
+        from nmtkit.metrics.text import check_tokenizer
+
+        check_tokenizer(tokenize)
     if metric == "ppl":
         if not (model_path and src_paths) or len(refs) != 1:
             raise NmtkitError("--metric ppl needs -m CKPT, --src FILE and one -r FILE", exit_code=2)
@@ -65,6 +69,8 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
     for r, lines in zip(refs, references):
         if len(lines) != len(hyps):
             raise NmtkitError(f"{name} has {len(hyps)} lines but reference {r} has {len(lines)}")
+    if not hyps:  # and so the references: most likely a mistake, and no metric is defined on nothing
+        raise NmtkitError(f"{name} and reference {' and '.join(refs)} are empty: nothing to score")
     from nmtkit.metrics.text import corpus_score
 
     result = corpus_score(metric, hyps, references, tokenize=tokenize, lowercase=lowercase, max_ngram=max_ngram,
@@ -86,6 +92,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     from nmtkit.search.sources import (
         FeatureSource,
         StreamSources,
+        check_features,
         check_input_count,
         model_sources,
         sort_length,
@@ -102,6 +109,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
             raise NmtkitError(f"--src {src_paths[0]}: features are for captioning models; this "
                               f"{loaded.config['arch']} model reads text", exit_code=2)
         given = FeatureSource(load_features(src_paths[0], f"--src {src_paths[0]}", count_lines(ref_path)))
+        check_features(loaded, given.stream, given.features, f"--src {src_paths[0]}")
         sources, lines = StreamSources([given], src_paths[0]), given.lines()
     else:
         check_input_count(loaded, len(src_paths), "--src")

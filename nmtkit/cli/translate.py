@@ -149,7 +149,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
 
     def replacing(loaded):
-        replace, counts = unk_replacement(loaded, dict_path, max_input_len)
+        replace, counts = unk_replacement(loaded, dict_path, min(max_input_len, loaded.model.input_limit() or max_input_len))
         replaced.append(counts)
         return replace
 
@@ -158,7 +158,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
            rewrite=replacing if replace_unk else None, **options)
     truncated = sum(s.truncated for s in texts[0])  # the first model's segmentation
     if truncated:
-        log(f"{truncated} line(s) truncated to {max_input_len} tokens")
+        log(f"{truncated} line(s) truncated to {texts[0][0].max_input_len} tokens")
     for counts in replaced:
         log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "
             f"{counts.from_dict} from the dictionary, {counts.copied} copied")
@@ -214,8 +214,8 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
                           f"input ({stream}) and its output", exit_code=2)
     if isinstance(loaded.model, Ensemble) and any(own != name for streams in loaded.model.streams
                                                   for own, name in streams.items()):
-        raise NmtkitError("--replace-unk: the ensemble's models read the source with different vocabularies, so "
-                          "their attention is over different positions", exit_code=2)
+        raise NmtkitError("--replace-unk: the ensemble's models read the source differently (other vocabularies or "
+                          "length limits), so their attention is over different positions", exit_code=2)
     lexicon = load_lexicon(dict_path) if dict_path else {}
     counts = Counts()
 
@@ -307,8 +307,12 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
         raise NmtkitError(f"--attention-model: expects 1 to {len(model_paths)} (one per -m), got {attention_model}",
                           exit_code=2)
     given = parse_weights(weights)
-    if given and len(model_paths) == 1:
+    if given is not None and len(model_paths) == 1:
         raise NmtkitError("--weights: weighs the models of an ensemble (several -m); got one model", exit_code=2)
+    if given is not None:  # checked before any model loads
+        from nmtkit.search.ensemble import normalised_weights
+
+        normalised_weights(given, len(model_paths))
     dev = pick_device(device)
     name = " + ".join(input_paths) or "<stdin>"
     members = [load_model(path, dev) for path in model_paths]

@@ -118,6 +118,11 @@ class ImageSpec:
     skip_bad: bool = False
     device: str = "cpu"
 
+    @property
+    def grid(self) -> int:
+        """The cells of the feature grid of an image: (``size`` / 16)², VGG16 pooling four times (196 at 224 px)."""
+        return (self.size // 16) ** 2
+
     def record(self) -> dict:
         """What the manifest and checkpoints keep, to make the same features again."""
         out = {"cnn": "vgg16", "size": self.size, "seed": self.seed, "dtype": self.dtype, "weights": self.weights}
@@ -128,6 +133,10 @@ class ImageSpec:
     @classmethod
     def from_record(cls, record: Mapping, weights: Optional[str] = None) -> "ImageSpec":
         """The spec a manifest recorded (``weights`` overrides the file's path, which must hold the same bytes)."""
+        if weights and not record.get("weights"):
+            raise NmtkitError(f"--cnn-weights {weights}: the features this model was trained on were made with random "
+                              f"CNN weights (seed {record.get('seed')}), not a weights file; leave --cnn-weights out",
+                              exit_code=2)
         path = weights or record.get("weights")
         if path and not Path(path).is_file():
             raise NmtkitError(f"{path}: the CNN weights the features were made with are not there; give them with "

@@ -16,21 +16,43 @@ from nmtkit.errors import NmtkitError
 SPLITS = {"train": "train", "restval": "train", "val": "dev", "test": "test"}
 
 
+def _entry(where: str, image: object) -> tuple[str, str, list[str]]:
+    """An entry of ``images``: its file name, its split (ours) and its captions; else a one-line error naming it."""
+    if not isinstance(image, dict):
+        raise NmtkitError(f"{where}: expected an object with filename, split and sentences, not {type(image).__name__}")
+    name, split, sentences = image.get("filename"), image.get("split"), image.get("sentences")
+    if not isinstance(name, str) or not name:
+        raise NmtkitError(f"{where}: 'filename' should be a file name, not {name!r}")
+    if split not in SPLITS:
+        raise NmtkitError(f"{where}: 'split' should be one of {', '.join(SPLITS)}, not {split!r}")
+    if not isinstance(sentences, list):
+        raise NmtkitError(f"{where}: 'sentences' should be a list, not {type(sentences).__name__}")
+    captions = []
+    for j, sentence in enumerate(sentences):
+        tokens = sentence.get("tokens") if isinstance(sentence, dict) else None
+        raw = sentence.get("raw") if isinstance(sentence, dict) else None
+        if isinstance(tokens, list) and tokens and all(isinstance(t, str) for t in tokens):
+            captions.append(" ".join(tokens))
+        elif isinstance(raw, str):
+            captions.append(raw.strip())
+        else:
+            raise NmtkitError(f"{where}.sentences[{j}]: expected 'tokens' (a list of words) or 'raw' (a string)")
+    return name, SPLITS[split], captions
+
+
 def karpathy_split(path: PathLike, out: PathLike) -> dict[str, int]:
     """Write the caption file and the split lists of a Karpathy split file into ``out``; images per split."""
     try:
         data = json.loads(check_readable(path).read_text(encoding="utf-8"))
-        images = data["images"]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
-        raise NmtkitError(f"{path}: not a Karpathy split file (a JSON object with 'images': {e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise NmtkitError(f"{path}: not a Karpathy split file (invalid JSON: {e})") from None
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list):
+        raise NmtkitError(f"{path}: not a Karpathy split file (a JSON object whose 'images' is a list)")
     lists: dict[str, list[str]] = {name: [] for name in dict.fromkeys(SPLITS.values())}
     lines = []
     for k, image in enumerate(images):
-        try:
-            name, split = image["filename"], SPLITS[image["split"]]
-            captions = [" ".join(s["tokens"]) if s.get("tokens") else s["raw"].strip() for s in image["sentences"]]
-        except (KeyError, TypeError) as e:
-            raise NmtkitError(f"{path}: image {k} lacks {e} (filename, split, sentences)") from None
+        name, split, captions = _entry(f"{path}: images[{k}]", image)
         lists[split].append(name)
         lines += [f"{name}\t{' '.join(c.split())}" for c in captions if c.strip()]
     out = Path(out)

@@ -164,6 +164,17 @@ class Corpus:
     def sentences(self, split: str) -> int:
         return self.manifest["splits"][split]["sentences"]
 
+    def longest(self, split: str) -> dict[str, int]:
+        """The most tokens of one sentence of each text stream of a split, from the shards' offsets alone."""
+        found: dict[str, int] = {}
+        for path in self.shard_paths(split):
+            with h5py.File(path, "r") as f:
+                for stream in f.keys():
+                    if str(f[stream].attrs.get("kind", TOKENS)) == TOKENS:
+                        offsets = f[stream]["offsets"][()]
+                        found[stream] = max(found.get(stream, 0), int(np.diff(offsets).max(initial=0)))
+        return found
+
     def reference_path(self, split: str) -> Optional[Path]:
         """Raw target text of a split (for BLEU), if preprocessing kept it."""
         ref = self.manifest["splits"].get(split, {}).get("reference")

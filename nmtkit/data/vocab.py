@@ -64,7 +64,8 @@ class WordVocab(Vocab):
         if tokens[:4] != SPECIALS:
             tokens = SPECIALS + [t for t in tokens if t not in SPECIALS]
         self.tokens = tokens
-        self.index = {t: i for i, t in enumerate(tokens)}
+        # <pad>, <s> and </s> in a line are text, which no word of the list is: <unk> (never a control id)
+        self.index = {t: i for i, t in enumerate(tokens) if i not in (PAD, BOS, EOS)}
 
     def __len__(self) -> int:
         return len(self.tokens)

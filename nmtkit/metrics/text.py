@@ -5,7 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from nmtkit.errors import NmtkitError
+
 METRICS = ("bleu", "chrf", "ter", "cider")
+
+
+def check_tokenizer(name: str, option: str = "--tokenize") -> None:
+    """That sacrebleu knows the tokenizer ``name`` (else a usage error naming ``option`` and listing those it knows)
+    and can load it (its extra packages; the SentencePiece model it downloads once)."""
+    from sacrebleu.metrics import BLEU
+
+    if name not in BLEU.TOKENIZERS:
+        raise NmtkitError(f"{option}: unknown tokenizer {name!r}; known: {', '.join(sorted(BLEU.TOKENIZERS))}",
+                          exit_code=2)
+    try:
+        BLEU(tokenize=name)
+    except (ImportError, OSError, RuntimeError) as e:
+        raise NmtkitError(f"{option} {name}: sacrebleu cannot load this tokenizer: {' '.join(str(e).split())}") \
+            from None
 
 
 @dataclass

@@ -67,6 +67,8 @@ class BiTAttTransformer(Transformer):
 
         tensors = self.reverse.start(self.reverse.memory(h_enc), mask)
         limit = max_lengths(src_lengths, *REVERSE_MAX_LEN) + 1
+        if self.positions.limit is not None:  # a step a position
+            limit = limit.clamp(max=self.positions.limit)
         r_dec = h_enc.new_zeros(h_enc.size(0), int(limit.max()), h_enc.size(2))
         lengths = torch.zeros_like(src_lengths)
         for t, live, h, _ in greedy_pass(step, DecoderState(tensors, self.reverse.statics(tensors)), limit):

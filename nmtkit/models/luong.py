@@ -11,7 +11,7 @@ the whole sequence at once and attends for all steps in one batched product.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional
 
 import torch
 from torch import nn
@@ -43,6 +43,8 @@ LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
 
 
 class Luong(Seq2Seq):
+    limit_option = "--location-max-len"
+
     def __init__(self, src_vocab: int, tgt_vocab: int, emb_size: int = 256, enc_size: int = 256,
                  dec_size: int = 512, layers: int = 2, encoder_type: str = "brnn", attention: str = "global",
                  global_attention: str = "general", attention_window: int = 10, location_max_len: int = 100,
@@ -66,6 +68,10 @@ class Luong(Seq2Seq):
         self.dropout = nn.Dropout(dropout)
         self.init_parameters(param_init, [(self.output, self.tgt_emb)] if tie_embeddings else ())
 
+    def input_limit(self) -> Optional[int]:
+        """Location-based scores (Eq. 8) cover ``location_max_len`` source positions, its ``</s>`` included."""
+        return self.attention.w_loc.out_features - 1 if self.attention.score == "location" else None
+
     def encode(self, batch: Batch) -> DecoderState:
         memory, mask, (h, c) = self.encoder.encode(batch["src"])  # h, c: [L, B, M]
         size, device = batch.size, memory.device
@@ -82,7 +88,11 @@ class Luong(Seq2Seq):
 
     def _recur(self, inputs: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState]:
         hc = (state["h"].transpose(0, 1).contiguous(), state["c"].transpose(0, 1).contiguous())
-        top, (h, c) = self.decoder(inputs, hc)
+        if inputs.device.type == "cpu" and torch.is_autocast_enabled("cpu"):  # oneDNN has no bfloat16 LSTM
+            with torch.autocast("cpu", enabled=False):
+                top, (h, c) = self.decoder(inputs.float(), tuple(x.float() for x in hc))
+        else:
+            top, (h, c) = self.decoder(inputs, hc)
         return top, state.replace(h=h.transpose(0, 1), c=c.transpose(0, 1))
 
     def _step(self, emb: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, torch.Tensor, DecoderState]:

@@ -202,6 +202,7 @@ class RNNDecoding(Seq2Seq):
     decoder: RNNDecoder
     tgt_emb: nn.Embedding
     dropout: nn.Dropout
+    output_layers = ("decoder.readout.output",)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)

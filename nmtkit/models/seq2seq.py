@@ -61,6 +61,13 @@ class Seq2Seq(nn.Module):
     #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).
     inputs: tuple[str, ...] = ("src",)
 
+    #: Dotted names of the linear layers whose outputs are the logits of ``decode_step`` over the target vocabulary
+    #: (what a lexical shortlist restricts).
+    output_layers: tuple[str, ...] = ("output",)
+
+    #: The option that sets :meth:`input_limit` and :meth:`output_limit`, for messages (``--max-positions``).
+    limit_option: str = ""
+
     #: Names of the columns of attention kinds whose columns are not tokens (``encoders``: the parts of the
     #: memory), for attention files and their pictures.
     attention_labels: dict[str, tuple[str, ...]] = {}
@@ -120,3 +127,20 @@ class Seq2Seq(nn.Module):
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """The longest output ``[B]`` each sentence may get (``</s>`` excluded): a·|x| + b over ``src``."""
         return max_lengths(batch["src"].lengths, a, b)
+
+    def input_limit(self) -> Optional[int]:
+        """The most tokens (``</s>`` excluded) of a text input the model can read, if it has a limit (a table of
+        positions); None: any length."""
+        return None
+
+    def output_limit(self) -> Optional[int]:
+        """The most tokens (``</s>`` excluded) the model can output or be trained on, if it has a limit."""
+        return None
+
+
+def output_lengths(model: Seq2Seq, batch: Batch, a: float, b: int) -> torch.Tensor:
+    """Each sentence's output length limit ``[B]`` for the search: a·|x| + b (:meth:`Seq2Seq.max_output_len`),
+    within what the model can output at all."""
+    limit = model.max_output_len(batch, a, b)
+    most = model.output_limit()
+    return limit if most is None else limit.clamp(max=most)

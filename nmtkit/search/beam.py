@@ -16,7 +16,7 @@ import torch
 
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
-from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.top_k import top_k
 
@@ -29,7 +29,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam_size: int = 5, n_best: int = 
     device = batch.device
     n_best = min(n_best, k)
     state = model.encode(batch).reorder(torch.arange(n, device=device).repeat_interleave(k))
-    limit = model.max_output_len(batch, max_len_a, max_len_b)
+    limit = output_lengths(model, batch, max_len_a, max_len_b)
     sent = torch.arange(n, device=device)  # original index of each live sentence
     scores = torch.full((n, k), -torch.inf, device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first

@@ -14,7 +14,9 @@ chosen.
 """
 from __future__ import annotations
 
+import math
 from contextlib import ExitStack, contextmanager
+from fractions import Fraction
 from typing import Iterator, Optional, Sequence, cast
 
 import torch
@@ -30,15 +32,18 @@ StreamNames = dict[str, str]  #: a member's input streams -> the ensemble batch'
 
 
 def normalised_weights(weights: Optional[Sequence[float]], count: int) -> list[float]:
-    """Member weights summing to 1: equal when not given; else ``count`` non-negative numbers, not all 0."""
-    if not weights:
+    """Member weights summing to 1: equal when not given; else ``count`` finite numbers above 0, each divided by
+    their sum as exact fractions (no sum overflows: 1e308,1e308 weigh as 1,1), rounded once."""
+    if weights is None:
         return [1.0 / count] * count
     if len(weights) != count:
         raise NmtkitError(f"--weights: {len(weights)} weight(s) for {count} model(s); give one per -m", exit_code=2)
-    if any(w < 0 for w in weights) or sum(weights) <= 0:
-        raise NmtkitError(f"--weights: expects non-negative weights, not all 0, got {' '.join(map(str, weights))}",
+    bad = [w for w in weights if not (math.isfinite(w) and w > 0)]
+    if bad:
+        raise NmtkitError(f"--weights: expects finite numbers above 0, got {bad[0]} in {' '.join(map(str, weights))}",
                           exit_code=2)
-    return [w / sum(weights) for w in weights]
+    exact = [Fraction(w) for w in weights]
+    return [float(w / sum(exact)) for w in exact]
 
 
 class Ensemble(Seq2Seq):
@@ -55,6 +60,7 @@ class Ensemble(Seq2Seq):
         self.streams = [dict(s) for s in streams]
         self.attention_from = attention_from
         self.inputs = members[0].inputs  # what the lines hold; further streams are made from the same fields
+        self.output_layers = tuple(f"members.{k}.{name}" for k, m in enumerate(members) for name in m.output_layers)
         self.attention_labels = members[attention_from].attention_labels
 
     @property
@@ -97,6 +103,13 @@ class Ensemble(Seq2Seq):
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         return self.models[0].max_output_len(self._member_batch(0, batch), a, b)
+
+    def input_limit(self) -> Optional[int]:
+        """The least of the members' limits."""
+        return min((n for n in (m.input_limit() for m in self.models) if n is not None), default=None)
+
+    def output_limit(self) -> Optional[int]:
+        return min((n for n in (m.output_limit() for m in self.models) if n is not None), default=None)
 
     def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
         self.models[self.attention_from].choose_attention(layer, head)

@@ -8,7 +8,7 @@ import torch
 
 from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
-from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.top_k import top_k
 
@@ -23,7 +23,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
     n = batch.size
     device = batch.device
     state = model.encode(batch)
-    limit = model.max_output_len(batch, max_len_a, max_len_b)
+    limit = output_lengths(model, batch, max_len_a, max_len_b)
     active = torch.arange(n, device=device)
     prev = torch.full((n,), BOS, dtype=torch.long, device=device)
     tokens = torch.zeros((n, 0), dtype=torch.long, device=device)

@@ -13,7 +13,9 @@ from nmtkit.search.top_k import top_k
 
 class Sampler:
     """Draws a token for each row of a step's log-probabilities: from softmax(log p / ``temperature``) over the
-    ``k`` most probable tokens (0: all of them), with ``generator`` (seeded: the same draws every run)."""
+    ``k`` most probable tokens (0: all of them), with ``generator`` (seeded: the same draws every run). However
+    small the temperature, the draw is well defined: below the gaps between log-probabilities it is the greedy
+    choice (ties drawn at random)."""
 
     def __init__(self, k: int = 0, temperature: float = 1.0, generator: Optional[torch.Generator] = None):
         if temperature <= 0:
@@ -27,7 +29,10 @@ class Sampler:
             candidates, ids = top_k(lp, self.k)
         else:
             candidates, ids = lp, None
-        weights = torch.softmax(candidates / self.temperature, dim=1)
+        # exp((log p - max) / T), unnormalised: the most probable token weighs 1, so that however small T is (its
+        # quotients overflowing to -inf), no row is all 0 or NaN and a tiny T tends to the greedy choice
+        shifted = candidates - candidates.max(dim=1, keepdim=True).values
+        weights = torch.where(shifted == 0, 1.0, (shifted / self.temperature).exp())
         choice = torch.multinomial(weights, 1, generator=self.generator)
         token = ids.gather(1, choice) if ids is not None else choice
         return lp.gather(1, token), token

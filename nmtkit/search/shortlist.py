@@ -89,11 +89,6 @@ class ShortlistedLinear(nn.Module):
         return F.linear(x, self.weight, self.bias)
 
 
-def output_layers(model: nn.Module, vocab_size: int) -> dict[str, nn.Linear]:
-    """The model's linear layers onto the target vocabulary, by name."""
-    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.out_features == vocab_size}
-
-
 class Shortlisted(Seq2Seq):
     """``model`` with its output layers restricted to each batch's shortlist during decoding steps (see the module's
     docstring); ``stream``: the input whose words pick the shortlist."""
@@ -103,12 +98,13 @@ class Shortlisted(Seq2Seq):
         if stream not in model.inputs:
             raise NmtkitError(f"--shortlist: this {type(model).__name__} model reads no text input {stream!r} whose "
                               "words could pick a shortlist", exit_code=2)
-        layers = output_layers(model, vocab_size)
-        if not layers:
-            raise NmtkitError(f"--shortlist: this {type(model).__name__} model has no output layer onto its "
-                              f"{vocab_size}-word vocabulary to restrict", exit_code=2)
         self.layers = []
-        for name, layer in layers.items():
+        modules = dict(model.named_modules())
+        for name in model.output_layers:  # the model names them: other layers may have as many outputs
+            layer = modules.get(name)
+            if not (isinstance(layer, nn.Linear) and layer.out_features == vocab_size):
+                raise NmtkitError(f"--shortlist: this {type(model).__name__} model has no output layer onto its "
+                                  f"{vocab_size}-word vocabulary to restrict ({name})", exit_code=2)
             parent, _, attribute = name.rpartition(".")
             wrapped = ShortlistedLinear(layer, layer.weight, layer.bias)
             setattr(model.get_submodule(parent), attribute, wrapped)
@@ -144,6 +140,12 @@ class Shortlisted(Seq2Seq):
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         return self.model.max_output_len(batch, a, b)
+
+    def input_limit(self) -> Optional[int]:
+        return self.model.input_limit()
+
+    def output_limit(self) -> Optional[int]:
+        return self.model.output_limit()
 
     def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
         self.model.choose_attention(layer, head)

@@ -17,6 +17,7 @@ from typing import Mapping, Optional, Protocol, Sequence, Union
 import numpy as np
 import torch
 
+from nmtkit.data.images import ImageSpec
 from nmtkit.data.streams import TOKENS
 from nmtkit.data.text import strip_newline, without_bom
 from nmtkit.data.vocab import Vocab
@@ -64,8 +65,10 @@ class TextSource:
 
     problem, reads_field = "of invalid UTF-8", True
 
-    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>", stream: str = "src"):
+    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>", stream: str = "src",
+                 limited_by: str = "--max-input-len"):
         self.vocab, self.max_input_len, self.name, self.stream = vocab, max_input_len, name, stream
+        self.limited_by = limited_by  # what sets max_input_len, for the warning
         self.invalid: list[int] = []
         self.truncated = 0
 
@@ -80,7 +83,7 @@ class TextSource:
             return []
         ids = self.vocab.encode(text)
         if len(ids) > self.max_input_len:
-            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} (--max-input-len)")
+            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} ({self.limited_by})")
             self.truncated += 1
             ids = ids[:self.max_input_len]
         return ids
@@ -266,32 +269,52 @@ def read_inputs(loaded, features: bool = False) -> list[str]:
 
 def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: int = 250,
                   cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None) -> StreamSources:
-    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies, feature
+    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (at most
+    ``max_input_len`` tokens, or what the model can read if less), feature
     streams made from image paths as its training corpus made them, or the rows of ``features``; the ``k``-th input
     that lines hold is read from ``names[k]``."""
     kinds = {stream: info.kind for stream, info in loaded.meta.streams.items()}
     named = dict(zip(read_inputs(loaded, features is not None), names))
+    limit, limited_by = loaded.model.input_limit(), "--max-input-len"
+    if limit is not None and limit < max_input_len:
+        max_input_len, limited_by = limit, f"the most this model reads: its {limit + 1} positions"
     sources: list[Source] = [
-        TextSource(loaded.vocabs[stream], max_input_len, named[stream], stream) if kinds[stream] == TOKENS
+        TextSource(loaded.vocabs[stream], max_input_len, named[stream], stream, limited_by) if kinds[stream] == TOKENS
         else made_features(loaded, model_path, cnn_weights, named[stream], stream) if features is None
         else FeatureSource(features.features, stream, features.name)
         for stream in loaded.model.inputs]
+    if features is not None:
+        check_features(loaded, features.stream, features.features, f"--features {features.name}")
     return StreamSources(sources, " + ".join(dict.fromkeys(names)))
+
+
+def check_captioner(loaded, model_path: str) -> None:
+    """A model that reads images alone (a captioning model), else a one-line error naming ``model_path``."""
+    if loaded.model.inputs != ("image",):
+        raise NmtkitError(f"{model_path}: a {loaded.config['arch']} model reads {', '.join(loaded.model.inputs)}, "
+                          "not images; use 'nmtkit translate'", exit_code=2)
+
+
+def check_features(loaded, stream: str, features: np.ndarray, name: str) -> None:
+    """Precomputed ``features [images, grid, D]`` for a loaded model's input ``stream``: D must be the size the model
+    was trained on, and the grid that of the CNN its corpus made features with (if it made them), else a one-line
+    error naming ``name`` (the option and file), the shape and the model's."""
+    size = loaded.meta.streams[stream].size
+    grid = ImageSpec(size=int(loaded.images["size"])).grid if loaded.images else None
+    if features.shape[2] != size or grid not in (None, features.shape[1]):
+        raise NmtkitError(f"{name}: features of shape {tuple(features.shape)}, but this {loaded.config['arch']} model "
+                          f"reads [images, {grid or 'grid'}, {size}]", exit_code=2)
 
 
 def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, name: str = "<stdin>") -> ImageSource:
     """The :class:`ImageSource` of a loaded captioning model (see :func:`made_features`)."""
-    if loaded.model.inputs != ("image",):
-        raise NmtkitError(f"{model_path}: a {loaded.config['arch']} model reads {', '.join(loaded.model.inputs)}, "
-                          "not images; use 'nmtkit translate'", exit_code=2)
+    check_captioner(loaded, model_path)
     return made_features(loaded, model_path, cnn_weights, name, "image")
 
 
 def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str, stream: str) -> ImageSource:
     """The :class:`ImageSource` of a loaded model's feature stream: features made as its training corpus made them
     (the record its checkpoint carries; ``cnn_weights`` if the weights file has moved)."""
-    from nmtkit.data.captions import ImageSpec
-
     if not loaded.images:
         raise NmtkitError(f"{model_path}: its corpus had precomputed features, so nmtkit cannot make them from images",
                           exit_code=2)

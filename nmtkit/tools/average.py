@@ -9,6 +9,36 @@ import torch
 from nmtkit.checkpoint import CORPUS_RECORDS, FOR_DECODING, first_mismatch, load_checkpoint
 from nmtkit.data.text import PathLike
 from nmtkit.errors import NmtkitError
+from nmtkit.models.registry import get_spec, option_values
+
+
+def _same_state(a: object, b: object) -> bool:
+    """Equality of plain values and tensors (a SentencePiece vocabulary's state holds its model as bytes)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    return a == b
+
+
+def built_differently(ckpt: dict, other: dict) -> str:
+    """How two checkpoints' models differ beyond their weights ('' if they do not): the architecture, one of its
+    options (e.g. heads, which changes no shape), a stream's vocabulary, the corpus' streams or records."""
+    arch = ckpt["config"]["arch"]
+    if arch != other["config"]["arch"]:
+        return f"--arch {arch} against {other['config']['arch']}"
+    options = option_values(ckpt["config"], get_spec(arch).options)
+    theirs = option_values(other["config"], get_spec(arch).options)
+    for name, value in options.items():
+        if value != theirs[name]:
+            return f"--{name.replace('_', '-')} {value} against {theirs[name]}"
+    for stream in sorted(set(ckpt["vocab"]) | set(other["vocab"])):
+        if not _same_state(ckpt["vocab"].get(stream), other["vocab"].get(stream)):
+            return f"the vocabularies of {stream} differ"
+    for key in ("corpus", *CORPUS_RECORDS):
+        if not _same_state(ckpt.get(key), other.get(key)):
+            return f"the corpora's records of {key} differ"
+    return ""
 
 
 def average_checkpoints(paths: Sequence[PathLike]) -> dict:
@@ -20,9 +50,10 @@ def average_checkpoints(paths: Sequence[PathLike]) -> dict:
     total = {k: v.double() if v.is_floating_point() else v for k, v in last["model"].items()}
     for path in paths[:-1]:
         ckpt = load_checkpoint(path, FOR_DECODING)
-        if ckpt["config"]["arch"] != last["config"]["arch"]:
-            raise NmtkitError(f"{path}: a {ckpt['config']['arch']} model; {paths[-1]} is {last['config']['arch']}",
-                              exit_code=2)
+        built = built_differently(ckpt, last)
+        if built:
+            raise NmtkitError(f"{path} and {paths[-1]}: models built differently ({built}); only checkpoints of "
+                              "one model can be averaged", exit_code=2)
         mismatch = first_mismatch(last["model"], ckpt["model"]) or first_mismatch(ckpt["model"], last["model"])
         if mismatch:
             raise NmtkitError(f"{path}: its parameters do not match those of {paths[-1]}: {mismatch}", exit_code=2)

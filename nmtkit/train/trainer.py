@@ -26,13 +26,14 @@ from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
 from nmtkit.data.verify import verify_corpus
-from nmtkit.device import is_out_of_memory, pick_device
+from nmtkit.device import autocast_dtype, is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.distributed import DistInfo, broadcast
+from nmtkit.train.length_limits import check_length_limits
 from nmtkit.train.optim import (
     DEFAULT_LR,
     load_optimizer_by_name,
@@ -83,6 +84,7 @@ class Trainer:
                 + f"; {', '.join(f'{n:,} {split}' for split, n in checked.examples.items())} examples")
         torch.manual_seed(config["seed"])
         self.model = build_model(config, self.corpus.meta, self.corpus.vocabs).to(self.device)
+        check_length_limits(self.model, self.corpus, config["max_len"])
         if freeze_embeddings:
             for m in self.model.modules():
                 if isinstance(m, nn.Embedding):
@@ -104,7 +106,10 @@ class Trainer:
         self.batches = TrainingBatches(self.corpus.shard_paths("train"), config["batch_size"],
                                        config["batch_type"] == "tokens", config["seed"], self.dist.rank,
                                        self.dist.world_size, config["max_len"])
-        self.amp_dtype = (torch.float16 if self.device.type == "cuda" else torch.bfloat16) if config["amp"] else None
+        self.amp_dtype = autocast_dtype(self.device) if config["amp"] else None
+        if config["amp"] and self.amp_dtype is None and self.dist.is_main:
+            warn(f"--amp: this {self.device.type.upper()} has no native bfloat16 arithmetic (AVX512-BF16 or AMX), "
+                 "where mixed precision is slower than float32; training in float32")
         self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
         self.run_log = RunLog(self.save_dir / "train.jsonl")
         self.resumed = resume

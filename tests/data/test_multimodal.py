@@ -37,6 +37,20 @@ def write_multimodal(folder):
     return [folder / split for split in ROWS]
 
 
+def trained_multimodal(root, *options):
+    """write_multimodal's corpus preprocessed (a VGG16 at 32 px, random weights) into ``root/data``, and a tiny
+    multi-source model trained on it with ``options`` (--max-steps ...) into ``root/run``; ``root``."""
+    from tests.conftest import TINY_MODEL, run
+
+    write_multimodal(root)
+    run(["preprocess", "--train", root / "train", "--valid", root / "valid", "--test", root / "test", "--src", "en",
+         "--tgt", "de", "--src-images", "img", "--images", root, "--image-size", 32, "--vocab", "word:50",
+         "-o", root / "data"])
+    run(["train", "--data", root / "data", "--arch", "multi-source", "--save-dir", root / "run", *TINY_MODEL,
+         "--batch-size", 2, *options])
+    return root
+
+
 def build(tmp_path, out="corpus", spec=SPEC, folder=None, **kw):
     prefixes = write_multimodal(tmp_path) if not (tmp_path / "train.img").exists() else [tmp_path / s for s in ROWS]
     images = SourceImages("img", folder or tmp_path, spec, kw.pop("features", {}))

@@ -30,8 +30,22 @@ def test_karpathy_split_files(tmp_path):
     assert karpathy_split(tmp_path / "d.json", tmp_path / "out") == {"train": 5, "dev": 2, "test": 2}
     assert (tmp_path / "out" / "dev.txt").read_text() == "img5.png\nimg6.png\n"
     assert (tmp_path / "out" / "captions.tsv").read_text().startswith("img0.png\ta img0\nimg0.png\tsome picture\n")
-    (tmp_path / "bad.json").write_text('{"images": [{"filename": "x.jpg"}]}')
-    with pytest.raises(NmtkitError, match="image 0 lacks 'split'"):
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"images": [{"filename": "x.jpg"}]}', r"images\[0\]: 'split' should be one of train, .*, not None"),
+    ('{"images": [{"filename": "x.jpg", "split": "weird", "sentences": []}]}', "not 'weird'"),
+    ('{"images": [{"filename": "x.jpg", "split": "val", "sentences": [{"raw": 5}]}]}',
+     r"images\[0\].sentences\[0\]: expected 'tokens' \(a list of words\) or 'raw'"),
+    ('{"images": [{"filename": "x.jpg", "split": "val", "sentences": "abc"}]}', "'sentences' should be a list"),
+    ('{"images": [null]}', r"images\[0\]: expected an object"),
+    ('{"images": "x"}', "a JSON object whose 'images' is a list"),
+    ("[1]", "a JSON object whose 'images' is a list"),
+    ("{", "invalid JSON"),
+])
+def test_a_damaged_karpathy_split_file_is_one_line_naming_the_entry(tmp_path, text, message):
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(NmtkitError, match=message):
         karpathy_split(tmp_path / "bad.json", tmp_path / "out")
 
 

@@ -1,5 +1,6 @@
 """Ensembles: of one model the model itself, of two copies each copy, of different architectures the weighted mean
 of their log-probabilities at every step of the search; members reading their inputs differently; clear errors."""
+import math
 import random
 
 import pytest
@@ -134,8 +135,16 @@ def test_an_ensemble_needs_one_target_vocabulary_and_the_same_inputs():
         ensemble_of([loaded(m, ["a", "b"], ["x", "y"]), other], ["A.pt", "B.pt"])
 
 
-@pytest.mark.parametrize("weights, message", [([1], "1 weight"), ([1, -1], "non-negative"), ([0, 0], "not all 0")])
+@pytest.mark.parametrize("weights, message", [([1], "1 weight"), ([], "0 weight"), ([1, -1], "got -1 in"),
+                                              ([0, 1], "got 0 in"), ([math.nan, 1], "got nan in"),
+                                              ([1, math.inf], "got inf in"), ([-math.inf, 1], "got -inf in")])
 def test_weights_are_checked(weights, message):
-    with pytest.raises(NmtkitError, match=message):
+    with pytest.raises(NmtkitError, match=f"^--weights: .*{message}"):
         normalised_weights(weights, 2)
     assert normalised_weights([1, 3], 2) == [0.25, 0.75] and normalised_weights(None, 4) == [0.25] * 4
+
+
+def test_weights_are_normalised_without_overflow():
+    assert normalised_weights([1e308, 1e308], 2) == normalised_weights([1, 1], 2) == [0.5, 0.5]
+    assert normalised_weights([0.5e308, 1.5e308], 2) == [0.25, 0.75]
+    assert normalised_weights([5e-324, 5e-324, 1e-323], 3) == [0.25, 0.25, 0.5]

@@ -117,6 +117,7 @@ def test_a_multimodal_models_sources_read_text_and_image_paths(tmp_path):
 
     model = torch.nn.Linear(1, 1)
     model.inputs = ("src", "image")
+    model.input_limit = lambda: None
     meta = CorpusMeta({"src": StreamInfo(TOKENS, len(VOCAB)), "image": StreamInfo(FEATURES, 512),
                        "tgt": StreamInfo(TOKENS, len(VOCAB))})
     loaded = SimpleNamespace(model=model, meta=meta, vocabs={"src": VOCAB}, config={"arch": "multi-source"},

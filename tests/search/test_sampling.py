@@ -64,3 +64,19 @@ def test_a_seed_gives_the_same_samples():
 def test_a_temperature_of_zero_is_refused():
     with pytest.raises(ValueError, match="temperature must be above 0"):
         Sampler(0, 0.0)
+
+
+@pytest.mark.parametrize("temperature", [1e-30, 1e-45, 5e-324])
+def test_a_tiny_temperature_draws_the_greedy_output(temperature):
+    """log p / T overflows to -inf for every token (so softmax gave NaN); the draw is the most probable token."""
+    model, src = ScriptedModel(seed=2), sources(32, seed=5)
+    for k in (0, 3):
+        sampled = draw(model, src, Sampler(k, temperature, torch.Generator().manual_seed(0)))
+        for g, s in zip(greedy_search(model, make_batch(src), 1.5, 2), sampled, strict=True):
+            assert s[0].tokens == g[0].tokens and s[0].logprob == pytest.approx(g[0].logprob, abs=1e-6)
+
+
+def test_a_tiny_temperature_draws_among_tied_best_tokens():
+    lp = torch.tensor([[-math.inf, -0.7, -0.7, -3.0]] * 400)
+    _, tokens = Sampler(0, 1e-45, torch.Generator().manual_seed(0))(lp)
+    assert set(Counter(tokens.flatten().tolist())) == {1, 2}

@@ -12,8 +12,9 @@ from nmtkit.data.vocab import EOS, WordVocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
+from nmtkit.search.ensemble import Ensemble
 from nmtkit.search.precision import for_inference, packable
-from nmtkit.search.shortlist import Shortlist, Shortlisted
+from nmtkit.search.shortlist import Shortlist, Shortlisted, ShortlistedLinear
 from nmtkit.search.translator import SearchOptions, search_batch
 from nmtkit.tools.lexicon import load_translations
 from tests.conftest import TINY_CONFIG
@@ -22,13 +23,18 @@ from tests.models.test_transformer import TINY as TINY_TRANSFORMER
 V_SRC, V_TGT = 30, 40
 CONFIGS = {"rnnsearch": TINY_CONFIG, "transformer": {**TINY_TRANSFORMER, "tie_embeddings": True},
            "luong": dict(arch="luong", emb_size=16, dec_size=24, layers=1, dropout=0.0, param_init=0.3),
-           "bitatt-rnn": {**TINY_CONFIG, "arch": "bitatt-rnn"}}
+           "bitatt-rnn": {**TINY_CONFIG, "arch": "bitatt-rnn"},
+           # other layers with as many outputs as the target vocabulary: d_model = |V|; maxout of 2 x |V|/2
+           "transformer-wide": {**TINY_TRANSFORMER, "d_model": V_TGT},
+           "rnnsearch-wide": {**TINY_CONFIG, "readout_size": V_TGT // 2}}
+OUTPUT = {"rnnsearch": "decoder.readout.output", "bitatt-rnn": "decoder.readout.output", "luong": "output",
+          "transformer": "output"}
 
 
 def model(arch="rnnsearch", seed=0):
     torch.manual_seed(seed)
     config = CONFIGS[arch]
-    config = {**config, "param_init": 0.6} if arch in ("rnnsearch", "bitatt-rnn") else config
+    config = {**config, "param_init": 0.6} if config["arch"] in ("rnnsearch", "bitatt-rnn") else config
     return build_model(config, CorpusMeta.text(V_SRC, V_TGT)).eval()
 
 
@@ -68,7 +74,7 @@ def restricted_logprob(m, src, tokens, ids):
     return float(sum(lp[j, position[int(t)]] for j, t in enumerate(batch.tgt_out[0])))
 
 
-@pytest.mark.parametrize("arch", ["rnnsearch", "transformer"])
+@pytest.mark.parametrize("arch", ["rnnsearch", "transformer", "rnnsearch-wide", "transformer-wide"])
 def test_a_short_list_yields_its_words_scored_by_the_softmax_over_them(arch):
     m, src = model(arch, seed=1), sources(7, seed=4)
     shortlist = Shortlist(table(best=2), torch.arange(6))
@@ -83,6 +89,23 @@ def test_a_short_list_yields_its_words_scored_by_the_softmax_over_them(arch):
         for h in n_best:
             assert set(h.tokens) <= words
             assert h.logprob == pytest.approx(restricted_logprob(m, s, h.tokens, ids), abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", sorted(CONFIGS))
+def test_the_output_layer_alone_is_restricted(arch):
+    m = model(arch)
+    short = Shortlisted(m, Shortlist(table(), torch.arange(6)), V_TGT)
+    wrapped = [name for name, layer in short.model.named_modules() if isinstance(layer, ShortlistedLinear)]
+    assert wrapped == [OUTPUT[CONFIGS[arch]["arch"]]]
+
+
+def test_each_model_of_an_ensemble_has_its_output_layer_restricted():
+    members = [model("transformer-wide"), model("rnnsearch-wide")]
+    ensemble = Ensemble(members, [0.5, 0.5], [{"src": "src"}] * 2)
+    short = Shortlisted(ensemble, Shortlist(table(), torch.arange(6)), V_TGT)
+    assert [name for name, layer in short.model.named_modules() if isinstance(layer, ShortlistedLinear)] == \
+        ["members.0.output", "members.1.decoder.readout.output"]
+    assert decode(short, sources())[0]
 
 
 @pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
