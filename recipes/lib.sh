@@ -138,7 +138,7 @@ fresh() {  # fresh DIR: DIR made anew, empty but for the marker; an existing DIR
     [ -z "$why" ] || { echo "error: $dir: $why or choose another folder" >&2; exit 2; }
   fi
   step mkdir -p "$dir"
-  step find "$dir" -mindepth 1 -delete
+  step find "$dir/" -mindepth 1 -delete  # (the folder a link names, if DIR is one)
   step touch "$dir/$workdir_marker"
 }
 

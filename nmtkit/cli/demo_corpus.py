@@ -14,7 +14,8 @@ from nmtkit.config import Range
 @click.option("--test", type=Checked(int, Range(1, 50_000)), default=500, show_default=True, help="test pairs")
 @click.option("--seed", type=Checked(int, Range(0, 2**32 - 1)), default=1, show_default=True)
 def command(folder, train, valid, test, seed):
-    """Write a small English->German corpus of numbers in words to FOLDER.
+    """Write a small English->German corpus of numbers in words as the new folder FOLDER (replacing only a demo
+    corpus written before, never a folder holding anything else).
 
     Files train/valid/test.{en,de}; a task with real reordering (German puts units before
     tens) that a small model learns in minutes on a CPU. Used by recipes/demo.sh. The splits hold

@@ -65,7 +65,8 @@ from nmtkit.errors import NmtkitError
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True,
               help="images: where the CNN runs (cpu, cuda, cuda:N, mps or auto)")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="corpus folder to create")
-@click.option("--overwrite", is_flag=True, help="replace a corpus folder preprocess made (never one holding other files or an input)")
+@click.option("--overwrite", is_flag=True,
+              help="replace a corpus folder preprocess made (never one holding other files or an input)")
 def command(**o):
     """Segment parallel text, build or load vocabularies, and write HDF5 shards; or, with --captions,
     turn images into CNN features beside their captions.

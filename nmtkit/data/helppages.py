@@ -241,7 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="the share of the help pages held out for test (default: 0.06)")
     parser.add_argument("--max-words", type=int, default=80, metavar="N",
                         help="dev and test keep segments of at most N source words (default: 80)")
-    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it is a parallel text folder this command made")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUT if it is a parallel text folder this command made")
     args = parser.parse_args(argv)
     try:
         counts = build_corpus(args.src_deb, args.tgt_deb, args.out, args.dev, args.test, args.max_words,

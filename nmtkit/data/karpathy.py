@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from nmtkit.data.text import PathLike, atomic_output, check_readable
+from nmtkit.data.folders import atomic_folder
+from nmtkit.data.text import PathLike, check_readable
 from nmtkit.errors import NmtkitError
 
 SPLITS = {"train": "train", "restval": "train", "val": "dev", "test": "test"}
@@ -41,7 +41,8 @@ def _entry(where: str, image: object) -> tuple[str, str, list[str]]:
 
 
 def karpathy_split(path: PathLike, out: PathLike) -> dict[str, int]:
-    """Write the caption file and the split lists of a Karpathy split file into ``out``; images per split."""
+    """Write the caption file and the split lists of a Karpathy split file as the new folder ``out`` (replacing only
+    such a folder written before); images per split."""
     try:
         data = json.loads(check_readable(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -55,13 +56,11 @@ def karpathy_split(path: PathLike, out: PathLike) -> dict[str, int]:
         name, split, captions = _entry(f"{path}: images[{k}]", image)
         lists[split].append(name)
         lines += [f"{name}\t{' '.join(c.split())}" for c in captions if c.strip()]
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out / "captions.tsv") as f:
-        f.writelines(line + "\n" for line in lines)
-    for split, names in lists.items():
-        with atomic_output(out / f"{split}.txt") as f:
-            f.writelines(name + "\n" for name in names)
+    with atomic_folder(out, "caption list folder", replace=True, option="OUT_DIR", replace_option=None,
+                       inputs=[path]) as tmp:
+        (tmp / "captions.tsv").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        for split, names in lists.items():
+            (tmp / f"{split}.txt").write_text("".join(name + "\n" for name in names), encoding="utf-8")
     return {split: len(names) for split, names in lists.items()}
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from nmtkit.data.text import PathLike, atomic_output
+from nmtkit.data.folders import atomic_folder
+from nmtkit.data.text import PathLike
 from nmtkit.errors import NmtkitError
 
 EN_SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -69,12 +70,11 @@ MAX_PAIRS = 500_000  # of the 999,999 numbers that can be drawn, how many are dr
 
 
 def write_demo_corpus(folder: PathLike, train: int = 20000, valid: int = 500, test: int = 500, seed: int = 1) -> Path:
-    """Write ``{train,valid,test}.{en,de}`` with disjoint numbers, drawn log-uniformly below a million."""
+    """Write ``{train,valid,test}.{en,de}`` with disjoint numbers, drawn log-uniformly below a million, as a new
+    ``folder`` (replacing only a demo corpus folder written before, never a folder holding anything else)."""
     if train + valid + test > MAX_PAIRS:
         raise NmtkitError(f"--train, --valid and --test: at most {MAX_PAIRS:,} pairs together (the splits hold "
                           f"different numbers below a million), got {train + valid + test:,}", exit_code=2)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     seen: set[int] = set()
 
@@ -85,9 +85,9 @@ def write_demo_corpus(folder: PathLike, train: int = 20000, valid: int = 500, te
                 seen.add(n)
                 return n
 
-    for split, count in (("test", test), ("valid", valid), ("train", train)):
-        numbers = [draw() for _ in range(count)]
-        for lang, render in (("en", english), ("de", german)):
-            with atomic_output(folder / f"{split}.{lang}") as f:
-                f.write("".join(render(n) + "\n" for n in numbers))
-    return folder
+    with atomic_folder(folder, "demo corpus folder", replace=True, option="FOLDER", replace_option=None) as tmp:
+        for split, count in (("test", test), ("valid", valid), ("train", train)):
+            numbers = [draw() for _ in range(count)]
+            for lang, render in (("en", english), ("de", german)):
+                (tmp / f"{split}.{lang}").write_text("".join(render(n) + "\n" for n in numbers), encoding="utf-8")
+    return Path(folder)

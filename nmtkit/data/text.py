@@ -94,11 +94,21 @@ def check_parallel(*paths: PathLike) -> int:
     return counts[0]
 
 
+def check_no_file_above(path: PathLike, option: str = "") -> None:
+    """Refuse, in one line naming ``option`` (if any) and ``path``, a path that a file stands in the way of: the path
+    or a folder above it is a file (so no folder can be made there)."""
+    path = Path(path)
+    for above in path.parents:
+        if above.exists() and not above.is_dir():
+            raise NmtkitError(f"{option + ' ' if option else ''}{path}: {above} is a file, not a folder", exit_code=2)
+
+
 def temp_file_beside(path: Path) -> str:
     """Create an empty temporary file next to ``path`` (same folder, so a rename is atomic).
 
     Its permissions follow the umask like any new file (mkstemp's default is owner-only).
     """
+    check_no_file_above(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from nmtkit.data.text import PathLike
+from nmtkit.data.text import PathLike, check_no_file_above
 from nmtkit.errors import NmtkitError
-from nmtkit.progress import log
+from nmtkit.progress import log, warn
 
 LOCK = ".lock"
 
@@ -29,18 +29,32 @@ class RunLock:
         self.created = False
 
     def acquire(self) -> None:
-        """Take the lock, or raise NmtkitError naming the process that holds it."""
-        self.created = not self.path.parent.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Take the lock, or raise NmtkitError naming the process that holds it. On a file system that cannot lock
+        (some network and cluster file systems), warn in one line and train unlocked."""
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():
+            raise NmtkitError(f"--save-dir {folder}: a file, not a folder", exit_code=2)
+        check_no_file_above(folder, "--save-dir")
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.created = self.created or not folder.exists()
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the folder went with the holder that just let go: make it again
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+                holder = os.read(fd, 64).decode(errors="replace").strip()
                 os.close(fd)
-                raise NmtkitError(f"--save-dir {self.path.parent}: process {holder} is training in this folder "
-                                  f"(it holds {self.path}); wait for it to end or choose another folder") from None
+                raise NmtkitError(f"--save-dir {folder}: {f'process {holder}' if holder else 'another process'} is "
+                                  f"training in this folder (it holds {self.path}); wait for it to end or choose "
+                                  "another folder") from None
+            except OSError as e:
+                os.close(fd)
+                warn(f"--save-dir {folder}: this file system cannot lock {self.path} ({e.strerror}); training "
+                     "unlocked: start no second run in this folder")
+                return
             try:  # the file may have been removed by the holder as it let go: lock the one under the name
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
@@ -62,8 +76,11 @@ class RunLock:
         self.path.unlink(missing_ok=True)
         os.close(self.fd)
         self.fd = None
-        if self.created and not any(self.path.parent.iterdir()):
-            self.path.parent.rmdir()
+        if self.created:
+            try:
+                self.path.parent.rmdir()  # only if empty: a refused run leaves no folder behind
+            except OSError:
+                pass
 
     def __enter__(self) -> "RunLock":
         self.acquire()

@@ -123,16 +123,74 @@ def test_a_second_training_in_a_locked_run_folder_is_refused_naming_the_holder(c
     assert "no " in r.stderr and not (tmp_path / "new").exists()  # the lock's folder goes with a refused run
 
 
-def test_two_trainings_started_together_one_is_refused(corpus_dir, tmp_path):
+def test_a_run_beside_a_live_training_is_refused(corpus_dir, tmp_path):
     save = tmp_path / "run"
     args = [sys.executable, "-m", "nmtkit", "train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL,
-            "--max-steps", 40, "--valid-every", 40, "--valid-max-sentences", 2, "--threads", 1]
-    first = subprocess.Popen([str(a) for a in args], stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not (save / ".lock").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    second = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    first_err = first.communicate()[1]
-    assert first.returncode == 0, first_err
-    assert second.returncode == 1 and f"process {first.pid} is training in this folder" in second.stderr
-    assert sorted(p.name for p in save.iterdir()) == ["best.pt", "config.yaml", "last.pt", "train.jsonl"]
+            "--max-steps", 100_000, "--valid-every", 100_000, "--threads", 1]
+    first = subprocess.Popen([str(a) for a in args], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while not (save / ".lock").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        second = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+        assert first.poll() is None  # still training
+        assert second.returncode == 1 and f"process {first.pid} is training in this folder" in second.stderr
+    finally:
+        first.terminate()
+        first.wait()
+
+
+def test_a_file_system_that_cannot_lock_trains_unlocked_with_a_warning(corpus_dir, tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def cannot(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", cannot)
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 1,
+             "--valid-every", 1, "--valid-max-sentences", 2])
+    assert f"warning: --save-dir {tmp_path / 'run'}: this file system cannot lock" in r.stderr
+    assert (tmp_path / "run" / "last.pt").is_file()
+
+
+def test_outputs_under_a_file_are_one_line(corpus_dir, trained_ckpt, tmp_path):
+    (tmp_path / "afile").write_text("mine\n")
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "afile" / "run", *TINY_MODEL], ok=False)
+    assert r.stderr == f"error: --save-dir {tmp_path / 'afile' / 'run'}: {tmp_path / 'afile'} is a file, not a folder\n"
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "afile", *TINY_MODEL], ok=False)
+    assert r.stderr == f"error: --save-dir {tmp_path / 'afile'}: a file, not a folder\n"
+    r = run(["demo-corpus", tmp_path / "afile" / "d"], ok=False)
+    assert r.stderr == f"error: FOLDER {tmp_path / 'afile' / 'd'}: {tmp_path / 'afile'} is a file, not a folder\n"
+    r = run(["translate", "-m", trained_ckpt, "-o", tmp_path / "afile" / "out.txt"], input="one\n", ok=False)
+    assert r.stderr.endswith(f"error: {tmp_path / 'afile' / 'out.txt'}: {tmp_path / 'afile'} is a file, not a "
+                             "folder\n") and (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_no_command_replaces_the_current_folder_or_a_folder_of_another_tool(text_dir, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "manifest.json").write_text('{"files": ["photos.tar", "notes.txt"]}')  # another tool's manifest
+    (work / "photos.tar").write_text("mine\n")
+    args = ["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+            "--vocab", "word:100"]
+    r = run([*args, "-o", work, "--overwrite"], ok=False)
+    assert "not made by nmtkit, so --overwrite leaves it alone" in r.stderr and (work / "photos.tar").exists()
+    (work / "train.en").write_text("mine\n")
+    r = run(["demo-corpus", work], ok=False)  # it replaces only its own corpus
+    assert "not made by nmtkit, so this command leaves it alone" in r.stderr
+    assert (work / "train.en").read_text() == "mine\n"
+    monkeypatch.chdir(work)
+    for out in (".", "..", "sub/.."):
+        r = run([*args, "-o", out, "--overwrite"], ok=False)
+        assert f"-o {out}: the current folder or one above it" in r.stderr
+
+
+def test_a_link_to_an_output_folder_stays_a_link(text_dir, tmp_path):
+    (tmp_path / "big").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "big")
+    args = ["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+            "--vocab", "word:100", "-o", tmp_path / "link"]
+    run(args)
+    run([*args, "--overwrite"])
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "big" / "manifest.json").is_file()

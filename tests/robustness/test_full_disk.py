@@ -115,7 +115,8 @@ def test_checkpoints_survive_a_full_disk(small_disk, corpus_dir, tmp_path):
 
 
 def test_demo_corpus_on_a_full_disk(small_disk):
-    r = small_disk(f"fill; {nmtkit_line('demo-corpus', '$DISK/d', '--train', 2000)}; code=$?; ls -A $DISK/d; exit $code"
+    r = small_disk(f"fill; {nmtkit_line('demo-corpus', '$DISK/d', '--train', 2000)}; code=$?; ls -A $DISK; exit $code"
                    .replace("'$DISK/d'", "$DISK/d"))
-    assert r.returncode == 1 and r.stderr.startswith("error: no space left on device while writing ")
-    assert r.stderr.count("\n") == 1 and "/d/test.en" in r.stderr and r.stdout == ""  # no temporary file left
+    assert r.returncode == 1 and r.stderr.startswith("error: no space left on device while writing the demo corpus "
+                                                     "folder ")
+    assert r.stderr.count("\n") == 1 and r.stderr.endswith("/d\n") and r.stdout == ".fill\n"  # nothing else left

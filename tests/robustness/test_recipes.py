@@ -245,7 +245,7 @@ def test_a_dry_run_names_every_missing_input_one_line_each(recipe, tmp_path):
     assert r.returncode == 2, r.stderr
     assert all(line.startswith(("== ", "error: ")) for line in r.stderr.splitlines()), r.stderr  # nothing else
     for name in names[:1] if alternatives else names:  # all of them, each named
-        assert any(e.startswith(f"error: {name}: ") and "missing" in e for e in errors), (name, r.stderr)
+        assert any(e.startswith(f"error: {name}: ") and missing[name] in e for e in errors), (name, r.stderr)
     assert r.stdout == "" and not work.exists()  # before any step
     for name in names if len(names) > 1 else []:  # each alone too (an alternative is read when it comes first)
         r = run_recipe(recipe, work, "--dry-run", **{name: missing[name]})
