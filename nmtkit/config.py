@@ -139,6 +139,7 @@ class Option:
     choices: Optional[Sequence[str]] = None
     type: Optional[builtins.type] = None  # defaults to the type of ``default``
     allows: Optional[Allowed] = None
+    training_only: bool = False  # shapes how a model trains (dropout, initialisation), not what it computes after
 
     def __post_init__(self) -> None:
         if self.default is None and self.type is None:

@@ -1,6 +1,7 @@
 """Devices: choosing one, and recognising running out of its memory."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import torch
@@ -28,20 +29,24 @@ def is_out_of_memory(e: BaseException) -> bool:
     return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
 
 
-def native_bfloat16(device: torch.device) -> bool:
-    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU that supports it, a CPU with AVX512-BF16 or
-    AMX (elsewhere PyTorch emulates it, slower than float32, and oneDNN's LSTM has no bfloat16 kernel)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    if device.type == "cpu":
-        capabilities = getattr(torch.cpu, "get_capabilities", dict)()
+def native_bfloat16() -> bool:
+    """Whether this CPU computes in bfloat16 natively (AVX512-BF16 or AMX); elsewhere PyTorch emulates it, slower than
+    float32 (and oneDNN's LSTM has no bfloat16 kernel). Read from PyTorch, or /proc/cpuinfo where PyTorch cannot
+    tell."""
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)
+    if get_capabilities is not None:
+        capabilities = get_capabilities()
         return bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
-    return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
-    """The type mixed precision computes in on ``device``: float16 on GPUs, bfloat16 on CPUs that have it natively;
-    elsewhere None (float32: emulated bfloat16 is slower)."""
+    """The type mixed precision computes in on ``device``: float16 on CUDA GPUs, bfloat16 on other accelerators and
+    on CPUs that have it natively; None (float32) on other CPUs, where emulated bfloat16 is slower."""
     if device.type == "cuda":
         return torch.float16
-    return torch.bfloat16 if native_bfloat16(device) else None
+    return None if device.type == "cpu" and not native_bfloat16() else torch.bfloat16

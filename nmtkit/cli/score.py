@@ -113,7 +113,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
         sources, lines = StreamSources([given], src_paths[0]), given.lines()
     else:
         check_input_count(loaded, len(src_paths), "--src")
-        sources = model_sources(loaded, model_path, src_paths, max_input_len=sys.maxsize)
+        sources = model_sources(loaded, model_path, src_paths, max_input_len=None, truncate=False)
         lines = zip(*([line.encode() for line in read_lines(p)] for p in src_paths))
     # a post-editing model's outputs are the edit operations turning its MT input into the reference
     edited = loaded.model.inputs.index(loaded.ape_edits) if loaded.ape_edits else None

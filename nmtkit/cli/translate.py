@@ -108,7 +108,14 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
     with --fields, TAB-separated fields.
     """
     from nmtkit.progress import log
-    from nmtkit.search.sources import FeatureSource, TextSource, check_input_count, model_sources, read_inputs
+    from nmtkit.search.sources import (
+        FeatureSource,
+        TextSource,
+        check_input_count,
+        model_sources,
+        read_inputs,
+        reading_limit,
+    )
 
     if (attention_layer or attention_head) and not options["attention_out"]:
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out", exit_code=2)
@@ -149,7 +156,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
 
     def replacing(loaded):
-        replace, counts = unk_replacement(loaded, dict_path, min(max_input_len, loaded.model.input_limit() or max_input_len))
+        replace, counts = unk_replacement(loaded, dict_path, reading_limit(loaded.model, max_input_len)[0])
         replaced.append(counts)
         return replace
 
@@ -198,7 +205,7 @@ def post_edits(loaded: LoadedModel) -> Optional[PostProcess]:
     return lambda index, fields, ops, hypothesis: apply_edits(line_text(index, fields[k]), ops)
 
 
-def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len: int):
+def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len: Optional[int]):
     """``--replace-unk``: what replaces each ``<unk>`` of an output by the dictionary translation of the source word
     it attended to most, or that word (replace-unk's rule, target-target-attention.txt §3.2), and the counts of
     what it replaced. Needs word vocabularies on the first input and the output."""

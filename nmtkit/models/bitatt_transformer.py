@@ -36,7 +36,8 @@ from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderStack, Transfo
 
 BITATT_OPTIONS = TRANSFORMER_OPTIONS + [
     Option("reverse_context", "greedy", "R_dec in training from the reverse decoder's greedy pass, as two-pass "
-           "decoding has it, or teacher-forced on the reference (the paper, Eq. 27)", choices=CONTEXTS),
+           "decoding has it, or teacher-forced on the reference (the paper, Eq. 27)", choices=CONTEXTS,
+           training_only=True),
 ]
 
 

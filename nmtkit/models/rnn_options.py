@@ -12,7 +12,8 @@ def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
         Option("enc_size", 256, f"encoder {encoder} size per direction", allows=POSITIVE),
         Option("dec_size", 512, f"decoder {decoder} size", allows=POSITIVE),
         Option("dropout", 0.2, "dropout on embeddings, between stacked layers and before the output layer",
-               allows=PROBABILITY),
+               allows=PROBABILITY, training_only=True),
         Option("tie_embeddings", False, f"share the target embeddings with the output layer (needs {tie_needs})"),
-        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)", allows=Range(0, 1)),
+        Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)",
+               allows=Range(0, 1), training_only=True),
     ]

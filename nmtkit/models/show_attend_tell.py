@@ -39,7 +39,8 @@ OPTIONS = [
     Option("dec_size", 512, "decoder LSTM size (the paper: 512)", allows=POSITIVE),
     _RNN["att_size"],
     _RNN["readout_size"],
-    Option("dropout", 0.5, "dropout on embeddings and before the output layer", allows=PROBABILITY),
+    Option("dropout", 0.5, "dropout on embeddings and before the output layer", allows=PROBABILITY,
+           training_only=True),
     Option("target_attention", False, "attention over the decoder's previous states (target-target-attention.txt "
            "Eq. 6-11; Table 3's 'Ours')"),
     Option("doubly_stochastic", 1.0, "λ of the doubly stochastic attention regulariser λ Σ_i (1 - Σ_t α_ti)² "

@@ -40,7 +40,8 @@ REVERSE_MAX_LEN = (2, 10)  # the greedy reverse pass stops after a·|x| + b word
 CONTEXTS = ("greedy", "reference")
 REVERSE_OPTIONS = RNN_OPTIONS + [
     Option("reverse_context", "greedy", "rtatt/bitatt-rnn: R̃ in training from the reverse decoder's greedy pass, as "
-           "two-pass decoding has it, or teacher-forced on the reference (the paper, Eq. 20)", choices=CONTEXTS),
+           "two-pass decoding has it, or teacher-forced on the reference (the paper, Eq. 20)", choices=CONTEXTS,
+           training_only=True),
 ]
 
 

@@ -40,9 +40,10 @@ TRANSFORMER_OPTIONS = [
     Option("enc_layers", 6, "encoder layers", allows=POSITIVE),
     Option("dec_layers", 6, "decoder layers", allows=POSITIVE),
     Option("dropout", 0.1, "dropout on embeddings and on every sublayer's output before its residual",
-           allows=PROBABILITY),
-    Option("attention_dropout", 0.1, "dropout on attention weights", allows=PROBABILITY),
-    Option("activation_dropout", 0.0, "dropout after the feed-forward networks' ReLU", allows=PROBABILITY),
+           allows=PROBABILITY, training_only=True),
+    Option("attention_dropout", 0.1, "dropout on attention weights", allows=PROBABILITY, training_only=True),
+    Option("activation_dropout", 0.0, "dropout after the feed-forward networks' ReLU", allows=PROBABILITY,
+           training_only=True),
     Option("norm", "post", "layer normalisation after each residual sum (post, the paper's) or before each "
            "sublayer (pre)", choices=("post", "pre")),
     Option("positions", "sinusoidal", "position encodings: sinusoidal (the paper's) or learned",

@@ -60,15 +60,25 @@ def line_text(index: int, raw: bytes) -> str:
     return without_bom(strip_newline(raw), index + 1).decode("utf-8")
 
 
+def reading_limit(model, max_input_len: Optional[int]) -> tuple[Optional[int], str]:
+    """How many tokens of a text input to read (None: all) and what sets that: ``max_input_len``
+    (``--max-input-len``), or the model's :meth:`~nmtkit.models.seq2seq.Seq2Seq.input_limit` where less."""
+    limit = model.input_limit()
+    if limit is not None and (max_input_len is None or limit < max_input_len):
+        return limit, f"the most this model reads: its {limit + 1} positions"
+    return max_input_len, "--max-input-len"
+
+
 class TextSource:
-    """Text lines to token ids; a line longer than ``max_input_len`` tokens is truncated with a warning."""
+    """Text lines to token ids; a line longer than ``max_input_len`` tokens (None: no limit) is truncated with a
+    warning, or refused in one line unless ``truncate`` (perplexity is of whole inputs)."""
 
     problem, reads_field = "of invalid UTF-8", True
 
-    def __init__(self, vocab: Vocab, max_input_len: int = 250, name: str = "<stdin>", stream: str = "src",
-                 limited_by: str = "--max-input-len"):
+    def __init__(self, vocab: Vocab, max_input_len: Optional[int] = 250, name: str = "<stdin>", stream: str = "src",
+                 limited_by: str = "--max-input-len", truncate: bool = True):
         self.vocab, self.max_input_len, self.name, self.stream = vocab, max_input_len, name, stream
-        self.limited_by = limited_by  # what sets max_input_len, for the warning
+        self.limited_by, self.truncate = limited_by, truncate  # what sets max_input_len, for messages
         self.invalid: list[int] = []
         self.truncated = 0
 
@@ -82,7 +92,10 @@ class TextSource:
         if not text.strip():
             return []
         ids = self.vocab.encode(text)
-        if len(ids) > self.max_input_len:
+        if self.max_input_len is not None and len(ids) > self.max_input_len:
+            if not self.truncate:
+                raise NmtkitError(f"{self.name}:{index + 1}: {len(ids)} tokens, more than {self.max_input_len} "
+                                  f"({self.limited_by})")
             warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} ({self.limited_by})")
             self.truncated += 1
             ids = ids[:self.max_input_len]
@@ -267,19 +280,18 @@ def read_inputs(loaded, features: bool = False) -> list[str]:
     return [stream for stream in inputs if stream not in given]
 
 
-def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: int = 250,
-                  cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None) -> StreamSources:
-    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (at most
-    ``max_input_len`` tokens, or what the model can read if less), feature
-    streams made from image paths as its training corpus made them, or the rows of ``features``; the ``k``-th input
-    that lines hold is read from ``names[k]``."""
+def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: Optional[int] = 250,
+                  cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None,
+                  truncate: bool = True) -> StreamSources:
+    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (truncated or,
+    unless ``truncate``, refused beyond :func:`reading_limit`), feature streams made from image paths as its training
+    corpus made them, or the rows of ``features``; the ``k``-th input that lines hold is read from ``names[k]``."""
     kinds = {stream: info.kind for stream, info in loaded.meta.streams.items()}
     named = dict(zip(read_inputs(loaded, features is not None), names))
-    limit, limited_by = loaded.model.input_limit(), "--max-input-len"
-    if limit is not None and limit < max_input_len:
-        max_input_len, limited_by = limit, f"the most this model reads: its {limit + 1} positions"
+    length, limited_by = reading_limit(loaded.model, max_input_len)
     sources: list[Source] = [
-        TextSource(loaded.vocabs[stream], max_input_len, named[stream], stream, limited_by) if kinds[stream] == TOKENS
+        TextSource(loaded.vocabs[stream], length, named[stream], stream, limited_by, truncate)
+        if kinds[stream] == TOKENS
         else made_features(loaded, model_path, cnn_weights, named[stream], stream) if features is None
         else FeatureSource(features.features, stream, features.name)
         for stream in loaded.model.inputs]

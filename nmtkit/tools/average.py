@@ -21,14 +21,22 @@ def _same_state(a: object, b: object) -> bool:
     return a == b
 
 
+def _as_made(record: object) -> object:
+    """A corpus record as it bears on the model: image features made with weights known by their SHA-256, wherever
+    the file was."""
+    if isinstance(record, dict) and record.get("weights_sha256"):
+        return {k: v for k, v in record.items() if k != "weights"}
+    return record
+
+
 def built_differently(ckpt: dict, other: dict) -> str:
     """How two checkpoints' models differ beyond their weights ('' if they do not): the architecture, one of its
     options (e.g. heads, which changes no shape), a stream's vocabulary, the corpus' streams or records."""
     arch = ckpt["config"]["arch"]
     if arch != other["config"]["arch"]:
         return f"--arch {arch} against {other['config']['arch']}"
-    options = option_values(ckpt["config"], get_spec(arch).options)
-    theirs = option_values(other["config"], get_spec(arch).options)
+    built = [o for o in get_spec(arch).options if not o.training_only]  # dropout differs in one resumed run
+    options, theirs = option_values(ckpt["config"], built), option_values(other["config"], built)
     for name, value in options.items():
         if value != theirs[name]:
             return f"--{name.replace('_', '-')} {value} against {theirs[name]}"
@@ -36,7 +44,7 @@ def built_differently(ckpt: dict, other: dict) -> str:
         if not _same_state(ckpt["vocab"].get(stream), other["vocab"].get(stream)):
             return f"the vocabularies of {stream} differ"
     for key in ("corpus", *CORPUS_RECORDS):
-        if not _same_state(ckpt.get(key), other.get(key)):
+        if not _same_state(_as_made(ckpt.get(key)), _as_made(other.get(key))):
             return f"the corpora's records of {key} differ"
     return ""
 

@@ -23,6 +23,6 @@ def check_length_limits(model: Seq2Seq, corpus: Corpus, max_len: int) -> None:
             if limit is not None and longest > limit:
                 can = "output" if stream == TARGET else "read"
                 fix = f"--max-len {limit} or " if split == "train" else ""
+                option = model.limit_option or "limit of this model"
                 raise NmtkitError(f"the {split} set has {stream} sentences of {longest} tokens, more than this model "
-                                  f"can {can} ({limit}, set by {model.limit_option}); give {fix}a larger "
-                                  f"{model.limit_option}", exit_code=2)
+                                  f"can {can} ({limit}, set by {option}); give {fix}a larger {option}", exit_code=2)

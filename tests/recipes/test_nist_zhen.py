@@ -96,8 +96,8 @@ def test_the_licensed_data_must_be_given(data, tmp_path):
     (tmp_path / "nist03.zh").write_text("")
     r = run_recipe(RECIPE, tmp_path / "w", NIST_TRAIN=str(data / "train"), NIST_TEST=str(tmp_path))
     assert r.returncode == 2  # every missing file, one line each
-    assert r.stderr.splitlines() == [f"error: NIST_TEST: {tmp_path}/{name}: no such file or folder" for name in
-                                     (f"nist0{i}.{ext}" for i in range(2, 7) for ext in ("zh", "en0", "en1", "en2", "en3"))
+    names = [f"nist0{i}.{ext}" for i in range(2, 7) for ext in ("zh", "en0", "en1", "en2", "en3")]
+    assert r.stderr.splitlines() == [f"error: NIST_TEST: {tmp_path}/{name}: no such file or folder" for name in names
                                      if name != "nist03.zh"]
     r = run_recipe(RECIPE, tmp_path / "w", "--dry-run", NIST_TRAIN=str(tmp_path / "no" / "train"))
     assert r.returncode == 2 and r.stderr.splitlines() == [  # with --dry-run too

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtkit.device import native_bfloat16
+from nmtkit.device import autocast_dtype, native_bfloat16
 from tests.conftest import TINY_MODEL, run
 
 STEPS = ["--max-steps", 2, "--valid-every", 2, "--valid-max-sentences", 2, "--amp"]
@@ -14,7 +14,7 @@ LUONG = ["--arch", "luong", "--emb-size", 16, "--enc-size", 16, "--dec-size", 16
 
 
 def test_without_native_bfloat16_amp_trains_in_float32_with_a_warning(corpus_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.device.native_bfloat16", lambda device: False)
+    monkeypatch.setattr("nmtkit.device.native_bfloat16", lambda: False)
     seen = []
     monkeypatch.setattr(torch, "autocast", lambda *a, **k: seen.append(k) or torch.amp.autocast(*a, **k))
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *LUONG, *STEPS])
@@ -24,7 +24,7 @@ def test_without_native_bfloat16_amp_trains_in_float32_with_a_warning(corpus_dir
 
 @pytest.mark.parametrize("arch", [LUONG, TINY_MODEL], ids=["luong", "rnnsearch"])
 def test_with_native_bfloat16_amp_trains_in_bfloat16(corpus_dir, tmp_path, monkeypatch, arch):
-    monkeypatch.setattr("nmtkit.device.native_bfloat16", lambda device: True)  # emulated here when not native
+    monkeypatch.setattr("nmtkit.device.native_bfloat16", lambda: True)  # emulated here when not native
     seen = []
     monkeypatch.setattr(torch, "autocast", lambda *a, **k: seen.append(k) or torch.amp.autocast(*a, **k))
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *arch, *STEPS])
@@ -34,6 +34,8 @@ def test_with_native_bfloat16_amp_trains_in_bfloat16(corpus_dir, tmp_path, monke
 
 def test_native_bfloat16_is_read_from_the_cpu_capabilities(monkeypatch):
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx2": True, "avx512_bf16": False})
-    assert not native_bfloat16(torch.device("cpu"))
+    assert not native_bfloat16() and autocast_dtype(torch.device("cpu")) is None
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx2": True, "amx_bf16": True})
-    assert native_bfloat16(torch.device("cpu"))
+    assert native_bfloat16() and autocast_dtype(torch.device("cpu")) == torch.bfloat16
+    assert autocast_dtype(torch.device("mps")) == torch.bfloat16
+    assert autocast_dtype(torch.device("cuda")) == torch.float16

@@ -126,7 +126,8 @@ def test_caption_features_for_a_translation_model_are_refused(trained_ckpt, tmp_
 def test_translate_features_of_another_shape_are_refused(multimodal, tmp_path, shape):
     path = features(tmp_path, "f.npy", shape)
     fails(["translate", "-m", multimodal / "run" / "last.pt", "-i", multimodal / "data" / "test.en", "--features",
-           path], 2, f"--features {path}: features of shape {shape}, but this multi-source model reads [images, 4, 512]")
+           path], 2, f"--features {path}: features of shape {shape}, but this multi-source model reads "
+                     "[images, 4, 512]")
     ok = features(tmp_path, "ok.npy", (2, 4, 512))
     assert run(["translate", "-m", multimodal / "run" / "last.pt", "-i", multimodal / "data" / "test.en",
                 "--features", ok]).stdout.count("\n") == 2

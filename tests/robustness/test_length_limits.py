@@ -45,6 +45,13 @@ def test_an_ensemble_truncates_each_models_input_to_what_it_reads(corpus_dir, tm
     r = run(["translate", "-m", tmp_path / "sinusoidal" / "last.pt", "-m", tmp_path / "learned" / "last.pt",
              "--greedy", "--max-len-a", 10], input="\n".join(lines) + "\n")
     assert len(r.stdout.split("\n")[:-1]) == 2
+    assert r.stderr.count("<stdin>:2: ") == 1  # the learned model's input alone is truncated
+    (tmp_path / "long.en").write_text(lines[1] + "\n")
+    (tmp_path / "long.de").write_text("sieben\n")
+    r = run(["score", "--metric", "ppl", "-m", tmp_path / "learned" / "last.pt", "--src", tmp_path / "long.en",
+             "-r", tmp_path / "long.de"], ok=False)  # perplexity is of whole inputs: never of a truncated one
+    assert r.stderr == f"error: {tmp_path / 'long.en'}:1: {positions + 5} tokens, more than {positions - 1} (the " \
+        f"most this model reads: its {positions} positions)\n"
 
 
 def test_positions_too_few_for_the_corpus_are_refused_before_the_first_update(corpus_dir, tmp_path):

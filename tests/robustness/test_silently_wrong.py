@@ -25,10 +25,14 @@ def test_average_refuses_models_built_differently_with_equal_shapes(corpus_dir, 
     ckpt = load_checkpoint(a, FOR_DECODING)
     tokens = list(ckpt["vocab"]["tgt"]["tokens"])
     tokens[4], tokens[5] = tokens[5], tokens[4]  # the same size, other words at two ids
-    save_checkpoint(tmp_path / "swapped.pt", dict(ckpt, vocab={**ckpt["vocab"], "tgt": {"kind": "word", "tokens": tokens}}))
+    swapped = {**ckpt["vocab"], "tgt": {"kind": "word", "tokens": tokens}}
+    save_checkpoint(tmp_path / "swapped.pt", dict(ckpt, vocab=swapped))
     r = run(["average", a, tmp_path / "swapped.pt", "-o", tmp_path / "avg.pt"], ok=False)
     assert "(the vocabularies of tgt differ)" in r.stderr and not (tmp_path / "avg.pt").exists()
     run(["average", a, a, "-o", tmp_path / "avg.pt"])
+    resumed = {**ckpt["config"], "dropout": 0.3}  # a run resumed with another --dropout
+    save_checkpoint(tmp_path / "resumed.pt", dict(ckpt, config=resumed))
+    run(["average", a, tmp_path / "resumed.pt", "-o", tmp_path / "avg.pt"])  # how it trains: still one model
 
 
 def test_captioning_refuses_cnn_weights_when_the_corpus_had_random_ones(tmp_path):
