@@ -128,5 +128,5 @@ class LazyCommands(dict):
 
 
 main.commands = LazyCommands({name: name.replace("-", "_") for name in (
-    "preprocess", "check-corpus", "train", "average", "translate", "caption", "export", "score", "replace-unk",
+    "preprocess", "check-corpus", "train", "average", "translate", "caption", "export", "score", "compare", "replace-unk",
     "bucket-bleu", "plot-attn", "align", "demo-corpus")})

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.options import Checked
+from nmtkit.config import Range
+
 
 def _system(value: str) -> tuple[str, str]:
     name, sep, path = value.partition("=")
@@ -29,7 +32,12 @@ def _system(value: str) -> tuple[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="draw the figure: FILE.png, .pdf or .svg")
 @click.option("--title", default="BLEU by source sentence length", show_default=True, help="the figure's title")
-def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_path, as_json, plot_path, title):
+@click.option("--confidence", is_flag=True,
+              help="95% bootstrap intervals of every BLEU and gain, and each gain's paired bootstrap p-value")
+@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 1_000_000)), default=1000, show_default=True,
+              help="with --confidence: bootstrap resamples of each bucket")
+def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_path, as_json, plot_path, title,
+            confidence, samples):
     """BLEU, output length and gain over the first system, by source-sentence length.
 
     \b
@@ -61,14 +69,18 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
         if len(lines) != len(sources):
             raise NmtkitError(f"{path} has {len(lines)} lines but the source {src_path} has {len(sources)}")
     result = bucket_bleu(sources, [texts[p] for p in ref_paths], {n: texts[p] for n, p in systems.items()},
-                         bounds, tokenize, bleu_tokenize)
+                         bounds, tokenize, bleu_tokenize, samples if confidence else 0)
 
     names = list(systems)
-    header = ["bucket", "sentences"] + [f"{k} {n}" for n in names for k in ("BLEU", "length")] + \
-        [f"gain {n}" for n in names[1:]]
-    fmt = lambda v: "" if v is None else f"{v:.2f}"
-    rows = [[b.label, str(b.count)] + [fmt(getattr(b, k)[n]) for n in names for k in ("bleu", "length")] +
-            [fmt(b.gain[n]) for n in names[1:]] for b in result]
+    columns = ("bleu", "bleu_ci", "length") if confidence else ("bleu", "length")
+    gains = ("gain", "gain_ci", "gain_p") if confidence else ("gain",)
+    title_of = {"bleu": "BLEU", "bleu_ci": "BLEU ±", "length": "length", "gain": "gain", "gain_ci": "gain ±",
+                "gain_p": "gain p"}
+    header = ["bucket", "sentences"] + [f"{title_of[k]} {n}" for n in names for k in columns] + \
+        [f"{title_of[k]} {n}" for n in names[1:] for k in gains]
+    fmt = lambda v, k: "" if v is None else f"{v:.4f}" if k == "gain_p" else f"{v:.2f}"
+    rows = [[b.label, str(b.count)] + [fmt(getattr(b, k)[n], k) for n in names for k in columns] +
+            [fmt(getattr(b, k)[n], k) for n in names[1:] for k in gains] for b in result]
     if csv_path:
         with atomic_output(csv_path) as f:
             writer = csv.writer(f)
@@ -78,14 +90,8 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
         json.dump([b.as_dict() for b in result], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from nmtkit.cli.tables import print_table
 
-        table = Table(title=f"BLEU by source length ({'tokens: ' + tokenize if tokenize else 'words'})")
-        for i, h in enumerate(header):
-            table.add_column(h, justify="left" if i == 0 else "right")
-        for row in rows:
-            table.add_row(*[v or "-" for v in row])
-        Console(soft_wrap=True).print(table)
+        print_table(f"BLEU by source length ({'tokens: ' + tokenize if tokenize else 'words'})", header, rows)
     if plot_path:
         plot_buckets(result, plot_path, title, f"{tokenize} tokens" if tokenize else "words")

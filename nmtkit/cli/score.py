@@ -1,4 +1,5 @@
-"""nmtkit score: BLEU, chrF, TER (sacrebleu) or CIDEr-D of a hypothesis file, or a model's perplexity."""
+"""nmtkit score: BLEU, chrF, chrF++, TER (sacrebleu, with a bootstrap confidence interval if asked) or CIDEr-D of a
+hypothesis file, or a model's perplexity."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,7 @@ import click
 from nmtkit.cli.options import Checked
 from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics.text import METRICS
+from nmtkit.metrics.text import METRICS, SACREBLEU_METRICS
 
 
 @click.command("score")
@@ -29,9 +30,13 @@ from nmtkit.metrics.text import METRICS
 @click.option("--src", "src_paths", multiple=True, type=click.Path(dir_okay=False),
               help="with --metric ppl: source file (a model with several inputs: one --src each, in its order)")
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
-@click.option("--score-only", is_flag=True, help="print the number only")
+@click.option("--confidence", is_flag=True,
+              help="also the 95% bootstrap confidence interval of the score (sacrebleu's, mean ± half-width)")
+@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 1_000_000)), default=1000, show_default=True,
+              help="with --confidence: bootstrap resamples")
+@click.option("--score-only", is_flag=True, help="print the number only (with --confidence: score, mean, half-width)")
 def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tokenize, lowercase, model_path, src_paths,
-            batch_size, score_only):
+            batch_size, confidence, samples, score_only):
     """Score translations (or captions) against references, or a model's perplexity on a test set.
 
     \b
@@ -50,6 +55,9 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
         from nmtkit.metrics.text import check_tokenizer
 
         check_tokenizer(tokenize)
+    if confidence and (metric not in SACREBLEU_METRICS or no_brevity_penalty):
+        raise NmtkitError(f"--confidence: sacrebleu's bootstrap is for {', '.join(SACREBLEU_METRICS)} (BLEU with its "
+                          "brevity penalty)", exit_code=2)
     if metric == "ppl":
         if not (model_path and src_paths) or len(refs) != 1:
             raise NmtkitError("--metric ppl needs -m CKPT, --src FILE and one -r FILE", exit_code=2)
@@ -74,8 +82,11 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
     from nmtkit.metrics.text import corpus_score
 
     result = corpus_score(metric, hyps, references, tokenize=tokenize, lowercase=lowercase, max_ngram=max_ngram,
-                          brevity_penalty=not no_brevity_penalty)
-    click.echo(f"{result.score:.2f}" if score_only else f"{result.text}\n{result.signature}")
+                          brevity_penalty=not no_brevity_penalty, n_bootstrap=samples if confidence else 1)
+    if score_only:
+        click.echo(f"{result.score:.2f}" + (f" {result.mean:.2f} {result.ci:.2f}" if confidence else ""))
+    else:
+        click.echo(f"{result.text}\n{result.signature}")
 
 
 def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_size: int, tab_refs: bool) -> float:

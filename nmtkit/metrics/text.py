@@ -1,5 +1,6 @@
-"""Corpus-level BLEU (BLEU-1..4, with or without the brevity penalty), chrF and TER through sacrebleu, with its
-signature; CIDEr-D (:mod:`nmtkit.metrics.cider`) for captions."""
+"""Corpus-level BLEU (BLEU-1..4, with or without the brevity penalty), chrF, chrF++ and TER through sacrebleu, with
+its signature (and, if asked, a bootstrap confidence interval); CIDEr-D (:mod:`nmtkit.metrics.cider`) for
+captions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +8,8 @@ from typing import Optional, Sequence
 
 from nmtkit.errors import NmtkitError
 
-METRICS = ("bleu", "chrf", "ter", "cider")
+METRICS = ("bleu", "chrf", "chrf++", "ter", "cider")
+SACREBLEU_METRICS = ("bleu", "chrf", "chrf++", "ter")
 
 
 def check_tokenizer(name: str, option: str = "--tokenize") -> None:
@@ -31,16 +33,31 @@ class Score:
     score: float
     text: str  # sacrebleu's formatted result, e.g. "BLEU = 18.61 52.1/24.3/..."
     signature: str
+    mean: Optional[float] = None  # with a bootstrap: the mean of the resampled scores
+    ci: Optional[float] = None  # and half the width of their central 95%
+
+
+def sacrebleu_metric(metric: str, tokenize: Optional[str] = None, lowercase: bool = False, max_ngram: int = 4):
+    """The sacrebleu metric object of one of :data:`SACREBLEU_METRICS` (chrF++: chrF with word bigrams, Popović
+    2017)."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if metric == "bleu":
+        return BLEU(tokenize=tokenize, lowercase=lowercase, max_ngram_order=max_ngram)
+    if metric in ("chrf", "chrf++"):
+        return CHRF(lowercase=lowercase, word_order=2 if metric == "chrf++" else 0)
+    if metric == "ter":
+        return TER(case_sensitive=not lowercase)
+    raise ValueError(f"unknown metric {metric!r}")
 
 
 def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Sequence[Optional[str]]],
                  tokenize: str | None = None, lowercase: bool = False, max_ngram: int = 4,
-                 brevity_penalty: bool = True) -> Score:
+                 brevity_penalty: bool = True, n_bootstrap: int = 1) -> Score:
     """Score ``hypotheses`` against one or more reference streams (each as long as the hypotheses; None where a
     hypothesis has fewer references). BLEU takes n-grams up to ``max_ngram`` (BLEU-1..4) and, without
-    ``brevity_penalty``, is the geometric mean of the n-gram precisions alone, as captioning papers report it."""
-    from sacrebleu.metrics import BLEU, CHRF, TER
-
+    ``brevity_penalty``, is the geometric mean of the n-gram precisions alone, as captioning papers report it.
+    ``n_bootstrap`` > 1 adds sacrebleu's 95% bootstrap confidence interval to the text and the signature."""
     if metric == "cider":
         from nmtkit.metrics.cider import cider_d
 
@@ -50,19 +67,13 @@ def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Se
         return Score(metric, 100 * value, f"CIDEr-D = {100 * value:.2f} (x100; {len(sets)} images, "
                      f"{sum(map(len, sets))} references)", "nmtkit CIDEr-D|n:4|sigma:6|tok:space"
                      + ("|lc" if lowercase else ""))
-    if metric == "bleu":
-        m = BLEU(tokenize=tokenize, lowercase=lowercase, max_ngram_order=max_ngram)
-    elif metric == "chrf":
-        m = CHRF(lowercase=lowercase)
-    elif metric == "ter":
-        m = TER(case_sensitive=not lowercase)
-    else:
-        raise ValueError(f"unknown metric {metric!r}")
-    result = m.corpus_score(list(hypotheses), [list(r) for r in references])
+    m = sacrebleu_metric(metric, tokenize, lowercase, max_ngram)
+    result = m.corpus_score(list(hypotheses), [list(r) for r in references], n_bootstrap=n_bootstrap)
     signature = str(m.get_signature())
     if metric == "bleu" and not brevity_penalty:  # exp(Σ_n log p_n / N): sacrebleu's BLEU over its BP
         value = result.score / result.bp if result.bp > 0 else 0.0
         precisions = "/".join(f"{p:.1f}" for p in result.precisions)
         return Score(metric, value, f"BLEU-{max_ngram} without brevity penalty = {value:.2f} {precisions} "
                      f"(BP would be {result.bp:.3f})", signature + "|bp:off")
-    return Score(metric, float(result.score), str(result), signature)
+    bootstrap = (float(result._mean), float(result._ci)) if n_bootstrap > 1 else (None, None)
+    return Score(metric, float(result.score), str(result), signature, *bootstrap)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics.text import corpus_score
+from nmtkit.metrics.significance import confidence_interval, paired_bootstrap, sufficient_statistics
+from nmtkit.metrics.text import corpus_score, sacrebleu_metric
 
 
 def parse_buckets(text: str) -> list[int]:
@@ -56,17 +57,26 @@ class Bucket:
     bleu: dict[str, Optional[float]] = field(default_factory=dict)  # system -> BLEU (None: empty bucket)
     length: dict[str, Optional[float]] = field(default_factory=dict)  # system -> mean output words
     gain: dict[str, Optional[float]] = field(default_factory=dict)  # system -> BLEU minus the first system's
+    # with a bootstrap: system -> half-width of the 95% interval of its BLEU, of its gain; the gain's p-value
+    bleu_ci: dict[str, Optional[float]] = field(default_factory=dict)
+    gain_ci: dict[str, Optional[float]] = field(default_factory=dict)
+    gain_p: dict[str, Optional[float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"bucket": self.label, "count": self.count, "bleu": self.bleu, "length": self.length, "gain": self.gain}
+        extra = {"bleu_ci": self.bleu_ci, "gain_ci": self.gain_ci, "gain_p": self.gain_p} if self.bleu_ci else {}
+        return {"bucket": self.label, "count": self.count, "bleu": self.bleu, "length": self.length, "gain": self.gain,
+                **extra}
 
 
 def bucket_bleu(sources: Sequence[str], references: Sequence[Sequence[str]], systems: dict[str, Sequence[str]],
-                bounds: Sequence[int], tokenize: Optional[str] = None, bleu_tokenize: Optional[str] = None) -> list[Bucket]:
+                bounds: Sequence[int], tokenize: Optional[str] = None, bleu_tokenize: Optional[str] = None,
+                samples: int = 0) -> list[Bucket]:
     """One :class:`Bucket` per length range, then one for all sentences (label ``all``).
 
     ``references`` are reference streams (one or more), each as long as ``sources``; ``systems``
-    maps a name to its hypotheses, the first being the baseline of the gains.
+    maps a name to its hypotheses, the first being the baseline of the gains. With ``samples``
+    bootstrap resamples of each bucket, every BLEU gets its 95% confidence interval and every gain its
+    paired bootstrap interval and p-value (:mod:`nmtkit.metrics.significance`).
     """
     lengths = [source_length(s, tokenize) for s in sources]
     groups: list[list[int]] = [[] for _ in range(len(bounds) + 1)]
@@ -74,6 +84,8 @@ def bucket_bleu(sources: Sequence[str], references: Sequence[Sequence[str]], sys
         groups[bucket_of(n, bounds)].append(i)
     groups.append(list(range(len(sources))))
     baseline = next(iter(systems))
+    metric = sacrebleu_metric("bleu", bleu_tokenize)
+    stats = {name: sufficient_statistics(metric, hyps, references) for name, hyps in systems.items()} if samples else {}
     result = []
     for label, rows in zip(bucket_labels(bounds) + ["all"], groups):
         bucket = Bucket(label, len(rows))
@@ -86,13 +98,20 @@ def bucket_bleu(sources: Sequence[str], references: Sequence[Sequence[str]], sys
                 bucket.bleu[name] = bucket.length[name] = None
             base = bucket.bleu[baseline]
             bucket.gain[name] = None if base is None else bucket.bleu[name] - base
+            if samples:
+                own = stats[name][rows]
+                bucket.bleu_ci[name] = confidence_interval(metric, own, samples).ci if rows else None
+                _, bucket.gain_ci[name], bucket.gain_p[name] = \
+                    paired_bootstrap(metric, [stats[baseline][rows]], [own], samples) if rows else (None, None, None)
         result.append(bucket)
     return result
 
 
 def plot_buckets(buckets: Sequence[Bucket], path, title: str = "BLEU by source sentence length",
                  unit: str = "words") -> None:
-    """Grouped bars of each system's BLEU per length bucket, and below them each system's gain over the first."""
+    """Grouped bars of each system's BLEU per length bucket, and below them each system's gain over the first; with
+    intervals (``bucket_bleu(samples=...)``), error bars of their 95% intervals: a gain whose bar crosses 0 is within
+    the test set's sampling noise."""
     import numpy as np
 
     from nmtkit.tools.figures import pyplot, save_figure, setup_fonts
@@ -108,9 +127,11 @@ def plot_buckets(buckets: Sequence[Bucket], path, title: str = "BLEU by source s
     x = np.arange(len(rows))
     width = 0.8 / len(systems)
     top = axes[0, 0]
+    interval = lambda values: [np.nan if v is None else v for v in values] if rows[0].bleu_ci else None
     for k, name in enumerate(systems):
         values = [np.nan if b.bleu[name] is None else b.bleu[name] for b in rows]
-        top.bar(x + (k - (len(systems) - 1) / 2) * width, values, width, label=name)
+        top.bar(x + (k - (len(systems) - 1) / 2) * width, values, width, label=name,
+                yerr=interval(b.bleu_ci.get(name) for b in rows), capsize=2)
     top.set_ylabel("BLEU")
     top.set_title(title)
     top.legend(loc="best")
@@ -121,7 +142,7 @@ def plot_buckets(buckets: Sequence[Bucket], path, title: str = "BLEU by source s
         for k, name in enumerate(others):
             gains = [np.nan if b.gain[name] is None else b.gain[name] for b in rows]
             bottom.bar(x + (k - (len(others) - 1) / 2) * gw, gains, gw, label=f"{name} - {systems[0]}",
-                       color=f"C{k + 1}")
+                       color=f"C{k + 1}", yerr=interval(b.gain_ci.get(name) for b in rows), capsize=2)
         bottom.axhline(0, color="black", linewidth=0.8)
         if len(others) > 1:
             bottom.legend(loc="best")

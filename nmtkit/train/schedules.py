@@ -14,8 +14,9 @@ from typing import Optional
 
 
 def is_better(metric: str, a: float, b: Optional[float]) -> bool:
-    """Whether validation value ``a`` beats ``b`` (None: nothing yet): BLEU higher, perplexity lower."""
-    return b is None or (a > b if metric == "bleu" else a < b)
+    """Whether validation value ``a`` beats ``b`` (None: nothing yet): perplexity lower, the others (BLEU, chrF,
+    chrF++) higher."""
+    return b is None or (a < b if metric == "ppl" else a > b)
 
 
 class Schedule:

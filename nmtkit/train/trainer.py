@@ -304,7 +304,7 @@ class Trainer:
 
     # -- validation and checkpoints ---------------------------------------------------
     def validate(self) -> dict:
-        """Perplexity of the validation set and BLEU/chrF of its translation (see :func:`validate`)."""
+        """Perplexity of the validation set and BLEU/chrF/chrF++ of its translation (see :func:`validate`)."""
         return {"type": "valid", "step": self.progress.step, "epoch": self.progress.epoch,
                 **validate(self.model, self.corpus, self.config, self.device)}
 
@@ -319,7 +319,8 @@ class Trainer:
                           wall_s=round(self.progress.wall, 2))
             self.run_log.append(result)
             log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
-                f"chrF {result['chrf']:.2f}" + (" | new best" if improved else "") + f" | lr {self.schedule.lr:.3g}")
+                f"chrF {result['chrf']:.2f} | chrF++ {result['chrf++']:.2f}" + (" | new best" if improved else "")
+                + f" | lr {self.schedule.lr:.3g}")
             if improved:
                 self._save("best.pt")
             self._save("last.pt")

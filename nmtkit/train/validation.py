@@ -45,7 +45,7 @@ class EarlyStopping:
 
 
 def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device) -> dict:
-    """Perplexity of the validation set and BLEU/chrF of the translation of (up to ``valid_max_sentences`` of) it."""
+    """Perplexity of the validation set and BLEU/chrF/chrF++ of the translation of (up to ``valid_max_sentences`` of) it."""
     shards = [Shard(p) for p in corpus.shard_paths("valid")]
     examples = [(sh, i) for sh in shards for i in range(len(sh))]
     nll, ntok = corpus_nll(model, (examples_batch(examples[k:k + 64]) for k in range(0, len(examples), 64)), device)
@@ -60,8 +60,8 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
                          lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
     texts = as_text(corpus, [tgt_vocab.decode(h[0].tokens) for h in hyps])
-    result["bleu"] = round(corpus_score("bleu", texts, refs).score, 3)
-    result["chrf"] = round(corpus_score("chrf", texts, refs).score, 3)
+    for metric in ("bleu", "chrf", "chrf++"):
+        result[metric] = round(corpus_score(metric, texts, refs).score, 3)
     return result
 
 

@@ -51,3 +51,24 @@ def test_errors(tmp_path):
     assert "--plot: cannot tell the figure format" in run(args + ["--plot", tmp_path / "x.gif"], ok=False).stderr
     assert "no such file" in run(args + ["--ref", tmp_path / "missing"], ok=False).stderr
     assert not (tmp_path / "x.gif").exists()
+
+
+def test_confidence_gives_every_bleu_and_gain_an_interval_and_each_gain_its_p_value(tmp_path):
+    from nmtkit.metrics.significance import confidence_interval, paired_bootstrap, sufficient_statistics
+    from nmtkit.metrics.text import sacrebleu_metric
+
+    args = files(tmp_path) + ["--confidence", "--bootstrap", 50]
+    data = json.loads(run(args + ["--json"]).stdout)
+    bleu = sacrebleu_metric("bleu")
+    base, other = (sufficient_statistics(bleu, h, [REF]) for h in (BASE, OTHER))
+    every = data[3]  # all sentences: the file's interval, and the paired test of the two files
+    assert every["bleu_ci"]["other"] == confidence_interval(bleu, other, 50).ci
+    _, ci, p = paired_bootstrap(bleu, [base], [other], 50)
+    assert (every["gain_ci"]["other"], every["gain_p"]["other"]) == (ci, p) and every["gain_p"]["base"] == 1.0
+    short = data[0]  # the 2 sentences of 1-2 words, resampled alone
+    rows = [0, 2]
+    assert short["bleu_ci"]["other"] == confidence_interval(bleu, other[rows], 50).ci
+    r = run(args + ["--csv", tmp_path / "c.csv", "--plot", tmp_path / "c.png"])
+    header = next(csv.reader((tmp_path / "c.csv").open()))
+    assert "BLEU ± other" in header and "gain p other" in header and "gain ±" in r.stdout
+    assert (tmp_path / "c.png").stat().st_size > 0

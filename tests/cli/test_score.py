@@ -21,12 +21,23 @@ def files(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("metric", ["bleu", "chrf", "ter"])
+@pytest.mark.parametrize("metric", ["bleu", "chrf", "chrf++", "ter"])
 def test_metrics_equal_sacrebleu(files, metric):
     r = run(["score", "--metric", metric, "-r", files / "ref1", "-r", files / "ref2", "-i", files / "hyp", "--score-only"])
-    expected = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf, "ter": sacrebleu.corpus_ter}[metric](
-        HYP, [REF1, REF2]).score
+    expected = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf, "ter": sacrebleu.corpus_ter,
+                "chrf++": lambda h, r: sacrebleu.corpus_chrf(h, r, word_order=2)}[metric](HYP, [REF1, REF2]).score
     assert float(r.stdout) == pytest.approx(expected, abs=0.01)
+
+
+def test_confidence_is_sacrebleus_bootstrap_interval(files):
+    r = run(["score", "-r", files / "ref1", "-i", files / "hyp", "--confidence", "--bootstrap", 100, "--score-only"])
+    expected = sacrebleu.metrics.BLEU().corpus_score(HYP, [REF1], n_bootstrap=100)
+    assert [float(x) for x in r.stdout.split()] == pytest.approx([expected.score, expected._mean, expected._ci],
+                                                                  abs=0.005)
+    r = run(["score", "--metric", "chrf++", "-r", files / "ref1", "-i", files / "hyp", "--confidence"])
+    assert "μ = " in r.stdout and "bs:1000" in r.stdout and "nw:2" in r.stdout
+    r = run(["score", "--metric", "cider", "-r", files / "ref1", "-i", files / "hyp", "--confidence"], ok=False)
+    assert r.exit_code == 2 and "--confidence: sacrebleu's bootstrap is for bleu" in r.stderr
 
 
 def test_signature_stdin_and_options(files):

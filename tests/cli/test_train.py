@@ -245,3 +245,15 @@ def test_bitatt_transformer_warm_starts_from_a_transformer_and_decodes_in_two_pa
         assert s["labels"]["encoders"] == ["source", "reverse target"] and s["attention"]["encoders"].shape[1] == 2
     run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--kind", "encoders", "-o", tmp_path / "enc.png"])
     assert (tmp_path / "enc.png").stat().st_size > 0
+
+
+def test_chrf_plus_plus_is_validated_and_can_decide_the_best_checkpoint(corpus_dir, tmp_path):
+    import json
+
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 4,
+             "--valid-every", 2, "--valid-max-sentences", 4, "--decay-metric", "chrf++"])
+    assert "| chrF++ " in r.stderr
+    records = [json.loads(line) for line in (tmp_path / "run" / "train.jsonl").read_text().splitlines()]
+    valid = [rec for rec in records if rec["type"] == "valid"]
+    assert len(valid) == 2 and all("chrf++" in rec for rec in valid)
+    assert "best chrf++" in r.stderr and valid[0]["best"]

@@ -20,6 +20,7 @@ PAGES = {
     "translate": "translate.md",
     "caption": "caption.md",
     "score": "score.md",
+    "compare": "compare.md",
     "replace-unk": "replace-unk.md",
     "align": "replace-unk.md",
     "bucket-bleu": "bucket-bleu.md",

@@ -8,7 +8,7 @@ HYP = ["The cat sat on the mat .", "A dog barked at the postman today ."]
 REF1 = ["The cat sat on a mat .", "The dog barked at the mailman today ."]
 REF2 = ["the cat was sitting on the mat .", "A dog barked at the postman ."]
 SACREBLEU = {"bleu": lambda lc: BLEU(lowercase=lc), "chrf": lambda lc: CHRF(lowercase=lc),
-             "ter": lambda lc: TER(case_sensitive=not lc)}
+             "chrf++": lambda lc: CHRF(lowercase=lc, word_order=2), "ter": lambda lc: TER(case_sensitive=not lc)}
 
 
 def test_perfect_output_scores_bleu_100_chrf_100_ter_0():
@@ -17,7 +17,7 @@ def test_perfect_output_scores_bleu_100_chrf_100_ter_0():
     assert corpus_score("ter", REF1, [REF1]).score == pytest.approx(0)
 
 
-@pytest.mark.parametrize("metric", ["bleu", "chrf", "ter"])
+@pytest.mark.parametrize("metric", ["bleu", "chrf", "chrf++", "ter"])
 @pytest.mark.parametrize("lowercase", [False, True])
 @pytest.mark.parametrize("refs", [[REF1], [REF1, REF2]])
 def test_score_text_and_signature_equal_sacrebleu(metric, lowercase, refs):
@@ -78,3 +78,12 @@ def test_hter_is_the_edits_per_post_edit_word():
     """HTER (APE): two insertions and a substitution turn the MT output into its 9-word post-edit: 3 / 9."""
     mt, pe = "click the button to save file .", "click the green button to store the file ."
     assert corpus_score("ter", [mt], [[pe]]).score == pytest.approx(100 * 3 / 9)
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf++"])
+def test_a_bootstrap_gives_sacrebleus_confidence_interval(metric):
+    m = SACREBLEU[metric](False)
+    expected = m.corpus_score(HYP * 20, [REF1 * 20], n_bootstrap=200)
+    got = corpus_score(metric, HYP * 20, [REF1 * 20], n_bootstrap=200)
+    assert (got.score, got.mean, got.ci, got.text) == (expected.score, expected._mean, expected._ci, str(expected))
+    assert "bs:200" in got.signature and "μ = " in got.text

@@ -24,6 +24,7 @@ def test_perplexity_is_lower_is_better_and_min_lr_is_a_floor():
     s = DecayOnWorse(1.0, {**CONFIG, "decay_metric": "ppl", "min_lr": 0.4})
     assert [s.on_validation(v) for v in (10.0, 9.0, 9.5, 9.7, 9.9)] == [1.0, 1.0, 0.5, 0.4, 0.4]
     assert is_better("ppl", 3.0, 4.0) and not is_better("bleu", 3.0, 4.0) and is_better("bleu", 1.0, None)
+    assert is_better("chrf", 4.0, 3.0) and is_better("chrf++", 4.0, 3.0) and not is_better("chrf++", 3.0, 4.0)
 
 
 def test_decay_state_survives_a_resume():

@@ -44,6 +44,8 @@ def test_validation_scores_the_translations_against_their_own_references(tmp_pat
     texts = [corpus.tgt_vocab.decode(h.tokens) for h in alone]
     assert scored[0] == (texts, [read_lines(text / "valid.de")]) and len(set(texts)) > 3
     assert result["ppl"] > 1 and model.training
+    for metric in ("bleu", "chrf", "chrf++"):  # each of the same texts
+        assert result[metric] == round(corpus_score(metric, texts, [read_lines(text / "valid.de")]).score, 3)
 
 
 def test_validation_of_an_ape_model_scores_the_post_edited_text(tmp_path, monkeypatch):

@@ -1,0 +1,180 @@
+"""Statistical significance of metric differences between systems, on sacrebleu's sufficient statistics.
+
+A system may be one output file or several (one per training seed). For one file each, the tests are sacrebleu's
+(``sacrebleu.significance``), with the same random draws for the same seed, so their p-values are sacrebleu's but
+for ties (see :func:`p_value`):
+
+- **bootstrap confidence interval** of a file's score (Koehn 2004): the score of ``n`` test sets resampled with
+  replacement; the interval is the mean ± half the width of the central 95% of them.
+- **paired bootstrap resampling** (Koehn 2004): the same resampled test sets scored for both systems; the p-value
+  is the share of resamples whose |difference|, centred on its mean, exceeds the observed |difference|.
+- **paired approximate randomisation** (Riezler and Maxwell 2005; Clark et al. 2011): each sentence's pair of
+  outputs swapped between the systems with probability 1/2 in each trial; the p-value is the share of trials whose
+  |difference| exceeds the observed one (with the +1 correction).
+
+For several files (seeds) the statistic is the difference of the systems' **mean scores over their files**: a
+resampled test set (or a trial's swaps) applies to every file alike, so the test asks whether the seed means
+differ beyond what the test set's sampling explains. Approximate randomisation of seed means pairs file k of one
+system with file k of the other, so it needs as many files on both sides. Each pair of files is tested too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+SEED = 12345  #: sacrebleu's default (its SACREBLEU_SEED)
+
+
+def sufficient_statistics(metric, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+    """The per-sentence sufficient statistics ``[sentences, k]`` of a sacrebleu ``metric`` for one output file."""
+    return np.array(metric._extract_corpus_statistics(list(hypotheses), [list(r) for r in references]),
+                    dtype="float32")
+
+
+def corpus_value(metric, stats: np.ndarray) -> float:
+    """The corpus score of a file's statistics (rows: sentences), summed exactly."""
+    return float(metric._compute_score_from_stats(stats.sum(0, dtype=np.float64)).score)
+
+
+def resampled_values(metric, stats: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The corpus score of each resampled test set (``rows [n, sentences]``: sentence indices)."""
+    return np.array([metric._compute_score_from_stats(s.sum(0)).score for s in stats[rows]])
+
+
+def central_interval(values: np.ndarray) -> tuple[float, float]:
+    """The mean of ``values`` and half the width of their central 95% (sacrebleu's ``estimate_ci``)."""
+    values = np.sort(values)
+    low = len(values) // 40
+    return float(values.mean()), float(0.5 * (values[len(values) - low - 1] - values[low]))
+
+
+def p_value(samples: np.ndarray, observed: float) -> float:
+    """The share of ``samples`` at least as extreme as ``observed``, with the +1 correction (Noreen 1989; MultEval).
+    sacrebleu counts only those strictly above, the same but for ties: a system against itself (every sample 0,
+    observed 0) then has p = 1 here, where sacrebleu gives 1/(n + 1), "significant"."""
+    return (int(np.sum(samples >= observed)) + 1) / (len(samples) + 1)
+
+
+@dataclass
+class Interval:
+    """A file's score and its bootstrap estimate: ``mean`` ± ``ci`` covers 95% of the resampled scores."""
+
+    score: float
+    mean: float
+    ci: float
+
+
+def confidence_interval(metric, stats: np.ndarray, samples: int = 1000, seed: Optional[int] = SEED) -> Interval:
+    """The bootstrap confidence interval of one file's score (``stats`` its :func:`sufficient_statistics`)."""
+    rows = np.random.default_rng(seed).choice(len(stats), size=(samples, len(stats)), replace=True)
+    return Interval(corpus_value(metric, stats), *central_interval(resampled_values(metric, stats, rows)))
+
+
+@dataclass
+class Difference:
+    """A system against the baseline: the observed difference of mean scores, the 95% interval of the paired
+    bootstrap's differences, and the p-values of paired bootstrap resampling and approximate randomisation (None
+    where it does not apply)."""
+
+    delta: float
+    delta_ci: float
+    p_bootstrap: float
+    p_randomisation: Optional[float] = None
+
+    def significant(self, level: float = 0.05) -> bool:
+        """Whether both tests that apply reject equality at ``level``."""
+        return self.p_bootstrap < level and (self.p_randomisation is None or self.p_randomisation < level)
+
+
+def paired_bootstrap(metric, baseline: Sequence[np.ndarray], system: Sequence[np.ndarray], samples: int = 1000,
+                     seed: Optional[int] = SEED) -> tuple[float, float, float]:
+    """Paired bootstrap test of the difference of mean scores (files: statistics of one system's outputs): the
+    observed difference (system minus baseline), the half-width of the 95% interval of the resampled differences,
+    and the p-value."""
+    n = len(baseline[0])
+    rows = np.random.default_rng(seed).choice(n, size=(samples, n), replace=True)
+    base = np.mean([resampled_values(metric, s, rows) for s in baseline], axis=0)
+    sys_ = np.mean([resampled_values(metric, s, rows) for s in system], axis=0)
+    observed = np.mean([corpus_value(metric, s) for s in system]) - np.mean([corpus_value(metric, s) for s in baseline])
+    spread = np.abs(sys_ - base)
+    return float(observed), central_interval(sys_ - base)[1], p_value(spread - spread.mean(), abs(observed))
+
+
+def approximate_randomisation(metric, baseline: Sequence[np.ndarray], system: Sequence[np.ndarray],
+                              trials: int = 10000, seed: Optional[int] = SEED) -> float:
+    """Paired approximate randomisation test of the difference of mean scores; file k of the baseline is paired with
+    file k of the system (as many on both sides). The p-value."""
+    if len(baseline) != len(system):
+        raise ValueError("approximate randomisation pairs the files: give both systems as many")
+    swap = np.random.default_rng(seed).integers(2, size=(trials, len(baseline[0])), dtype=bool)
+    keep = ~swap
+
+    def mean_scores(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
+        return np.mean([[metric._compute_score_from_stats(x).score for x in swap @ sa + keep @ sb]
+                        for sa, sb in zip(a, b)], axis=0)
+
+    observed = abs(np.mean([corpus_value(metric, s) for s in system]) -
+                   np.mean([corpus_value(metric, s) for s in baseline]))
+    return p_value(np.abs(mean_scores(baseline, system) - mean_scores(system, baseline)), float(observed))
+
+
+@dataclass
+class SystemScores:
+    """One system's files scored: each file's :class:`Interval`, and their mean and standard deviation (over
+    seeds; 0 for one file)."""
+
+    name: str
+    files: list[str]
+    runs: list[Interval]
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean([r.score for r in self.runs]))
+
+    @property
+    def sd(self) -> float:
+        return float(np.std([r.score for r in self.runs], ddof=1)) if len(self.runs) > 1 else 0.0
+
+
+@dataclass
+class MetricComparison:
+    """Every system under one metric: their scores, each against the first (the difference of seed means) and
+    each pair of their files (baseline file i, system file j)."""
+
+    metric: str
+    signature: str
+    systems: list[SystemScores]
+    against_first: dict[str, Difference] = field(default_factory=dict)
+    pairs: dict[str, dict[tuple[int, int], Difference]] = field(default_factory=dict)
+
+
+def compare_systems(metric_name: str, metric, references: Sequence[Sequence[str]],
+                    systems: dict[str, list[tuple[str, Sequence[str]]]], samples: int = 1000, trials: int = 10000,
+                    seed: Optional[int] = SEED) -> MetricComparison:
+    """Score ``systems`` (name -> its files, each (path, lines); the first is the baseline) with ``metric``: each
+    file's bootstrap interval, and each later system against the first by both tests, on the mean over files and
+    file by file."""
+    stats = {name: [sufficient_statistics(metric, lines, references) for _, lines in files]
+             for name, files in systems.items()}
+    signature = metric.get_signature()
+    signature.update("seed", str(seed).lower())
+    signature.update("bs", samples)
+    signature.update("ar", trials)
+    result = MetricComparison(metric_name, str(signature), [
+        SystemScores(name, [path for path, _ in files], [confidence_interval(metric, s, samples, seed)
+                                                          for s in stats[name]])
+        for name, files in systems.items()])
+    names = list(systems)
+    base = stats[names[0]]
+    for name in names[1:]:
+        own = stats[name]
+        randomised = approximate_randomisation(metric, base, own, trials, seed) if len(base) == len(own) else None
+        result.against_first[name] = Difference(*paired_bootstrap(metric, base, own, samples, seed), randomised)
+        if len(base) > 1 or len(own) > 1:
+            result.pairs[name] = {
+                (i, j): Difference(*paired_bootstrap(metric, [b], [s], samples, seed),
+                                   approximate_randomisation(metric, [b], [s], trials, seed))
+                for i, b in enumerate(base) for j, s in enumerate(own)}
+    return result
