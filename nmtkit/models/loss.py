@@ -26,29 +26,39 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
             rows = tiny.squeeze(1).nonzero().squeeze(1)
             lse[rows] = torch.logsumexp(logits[rows], dim=-1, keepdim=True)
         nll = lse - gold
+        plain = nll.masked_fill(~keep, 0).sum()  # -Σ log p(gold): what perplexity is made of
+        loss = plain.clone()  # the one output with a gradient
         if smoothing > 0:
             uniform = lse - logits.mean(dim=-1, keepdim=True)
-            nll = (1 - smoothing) * nll + smoothing * uniform
-        loss = nll.masked_fill(~keep, 0).sum()
+            loss = ((1 - smoothing) * nll + smoothing * uniform).masked_fill(~keep, 0).sum()
         if smoothing > 0:
             grad.sub_(smoothing / grad.size(1))
         grad.scatter_add_(1, target.unsqueeze(1), torch.full_like(gold, -(1 - smoothing)))
         grad.masked_fill_(~keep, 0)
         ctx.save_for_backward(grad)
-        return loss
+        ctx.mark_non_differentiable(plain)
+        return loss, plain
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_output: torch.Tensor):
+    def backward(ctx, grad_output: torch.Tensor, grad_plain: torch.Tensor):
         (grad,) = ctx.saved_tensors
         return grad.mul_(grad_output), None, None, None
 
 
-def cross_entropy(logits: torch.Tensor, target: torch.Tensor, ignore_index: int = 0,
-                  smoothing: float = 0.0) -> torch.Tensor:
-    """Summed cross-entropy of ``logits [..., V]`` against ``target [...]``, skipping ``ignore_index``.
+def cross_entropy_and_nll(logits: torch.Tensor, target: torch.Tensor, ignore_index: int = 0,
+                          smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed cross-entropy of ``logits [..., V]`` against ``target [...]``, skipping ``ignore_index``, and the
+    summed negative log-likelihood of the gold tokens (no gradient), of which the log's perplexity is made.
 
-    With ``smoothing`` = ε the target distribution is (1 - ε) on the gold token plus ε spread
-    uniformly over the vocabulary.
+    With ``smoothing`` = ε the target distribution of the cross-entropy is (1 - ε) on the gold token plus ε spread
+    uniformly over the whole vocabulary (Szegedy et al. 2016, PyTorch's ``label_smoothing``; fairseq spreads it over
+    the other words); without, the two are equal.
     """
     return _SmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index, smoothing)
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor, ignore_index: int = 0,
+                  smoothing: float = 0.0) -> torch.Tensor:
+    """The summed (smoothed) cross-entropy of :func:`cross_entropy_and_nll`."""
+    return cross_entropy_and_nll(logits, target, ignore_index, smoothing)[0]

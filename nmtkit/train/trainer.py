@@ -30,7 +30,7 @@ from nmtkit.device import autocast_dtype, is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
-from nmtkit.models.loss import cross_entropy
+from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.length_limits import check_length_limits
@@ -197,12 +197,13 @@ class Trainer:
         return float(nll_sum)  # one host sync per update
 
     def _loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """The forward decoder's summed cross-entropy (what the log reports) and the loss to minimise: it, the
-        auxiliary decoders' (Eq. 20, 23) and any extra terms of the model."""
+        """The forward decoder's summed negative log-likelihood of the gold tokens (what the log's loss and perplexity
+        report: unsmoothed, comparable with validation's) and the loss to minimise: its label-smoothed cross-entropy,
+        the auxiliary decoders' (Eq. 20, 23) and any extra terms of the model."""
         with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None):
             out = self.net(batch)
             smoothing = self.config["label_smoothing"]
-            nll = loss = cross_entropy(out.logits, batch.tgt_out, smoothing=smoothing)
+            loss, nll = cross_entropy_and_nll(out.logits, batch.tgt_out, smoothing=smoothing)
             for aux_logits, gold in out.auxiliary:
                 loss = loss + cross_entropy(aux_logits, gold, smoothing=smoothing)
             for term in out.losses.values():

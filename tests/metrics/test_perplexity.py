@@ -7,8 +7,11 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
+from nmtkit.data.text import read_lines
+from nmtkit.inference import load_model
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.models import build_model
+from tests.conftest import run
 
 CPU = torch.device("cpu")
 
@@ -67,3 +70,36 @@ def test_corpus_nll_keeps_eval_mode_and_does_not_depend_on_batching():
     for nll, tokens in results[1:]:
         assert tokens == results[0][1]
         assert nll == pytest.approx(results[0][0], abs=1e-4)
+
+
+REVERSE_SIZES = {"rtatt-rnn": ["--emb-size", 16, "--enc-size", 16, "--dec-size", 24],
+                 "bitatt-rnn": ["--emb-size", 16, "--enc-size", 16, "--dec-size", 24],
+                 "bitatt-transformer": ["--d-model", 16, "--ffn-size", 32, "--heads", 2, "--enc-layers", 1,
+                                        "--dec-layers", 1, "--attention-dropout", 0.0]}
+
+
+@pytest.mark.parametrize("arch", list(REVERSE_SIZES))
+def test_the_perplexity_of_a_reference_context_model_conditions_as_decoding_does(arch, corpus_dir, text_dir, tmp_path):
+    """score --metric ppl of a model trained with --reverse-context reference is Eq. 13 over ``score_logits``, whose
+    R̃ / R_dec comes from the greedy reverse pass as in two-pass decoding (§3.3), not over ``forward``'s logits,
+    whose R̃ (Eq. 19) / R_dec (Eq. 24) the reverse decoder computes from the reference itself."""
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path, "--arch", arch, *REVERSE_SIZES[arch], "--dropout", 0.0,
+         "--reverse-context", "reference", "--max-steps", 30, "--valid-every", 30, "--valid-max-sentences", 4,
+         "--lr", 0.01, "--batch-size", 32, "--threads", 2, "--device", "cpu"])
+    src, ref = text_dir / "test.en", text_dir / "test.de"
+    scored = float(run(["score", "--metric", "ppl", "-m", tmp_path / "last.pt", "--src", src, "-r", ref,
+                        "--score-only"]).stdout)
+    loaded = load_model(tmp_path / "last.pt")
+    m = loaded.model
+    b = make_batch([loaded.vocabs["src"].encode(line) for line in read_lines(src)],
+                   [loaded.tgt_vocab.encode(line) for line in read_lines(ref)])
+    real = b.tgt_out != 0
+
+    def ppl(logits):
+        lp = torch.log_softmax(logits.double(), -1).gather(-1, b.tgt_out.unsqueeze(-1)).squeeze(-1)
+        return math.exp(-float(lp[real].sum()) / int(real.sum()))
+
+    with torch.no_grad():
+        by_decoding, by_reference = ppl(m.score_logits(b)), ppl(m(b).logits)
+    assert scored == pytest.approx(by_decoding, abs=1e-4)  # printed with 4 decimals
+    assert abs(scored - by_reference) > 1e-3 * scored, (scored, by_reference)  # 0.3 % to 4 % here

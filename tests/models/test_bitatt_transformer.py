@@ -5,7 +5,10 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
+from nmtkit.data.vocab import PAD
 from nmtkit.models import build_model
+from nmtkit.models.state import DecoderState
+from tests.models.test_target_rnn import reversed_by_hand
 from tests.models.test_transformer import TINY, V_SRC, V_TGT, batch, step_by_step
 
 
@@ -70,6 +73,28 @@ def test_the_joint_loss_trains_both_decoders():
     (out.logits.sum() + reverse_logits.sum()).backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert missing == []
+
+
+@pytest.mark.parametrize("over", [{"reverse_context": "greedy"}, {"reverse_context": "reference"},
+                                  {"reverse_context": "reference", "norm": "pre", "positions": "learned"}])
+def test_the_reverse_decoder_is_teacher_forced_on_the_reversed_target(over):
+    """The auxiliary logits (the second part of Eq. 27) are the reverse stack's (R_dec, Eq. 24) stepped alone over
+    ``<s> y_T .. y_1`` at positions 0, 1, ..., each sentence of the batch (4, 6 and 1 words) reversed within its own
+    length, and their gold is ``y_T .. y_1 </s>``, padded after."""
+    m, b = model(**over), batch()
+    rev_in, rev_out = reversed_by_hand(b)
+    with torch.no_grad():
+        (aux_logits, gold), = m(b).auxiliary
+        h_enc, mask = m._encode(b)
+        tensors = m.reverse.start(m.reverse.memory(h_enc), mask)
+        state, steps = DecoderState(tensors, m.reverse.statics(tensors)), []
+        for t in range(rev_in.size(1)):
+            h, updates, _ = m.reverse.step(m._embed(m.tgt_emb, rev_in[:, t:t + 1], offset=t), state)
+            state = state.replace(**updates)
+            steps.append(m.output(h))
+    assert torch.equal(gold, rev_out)
+    real = rev_out != PAD
+    assert torch.allclose(aux_logits[real], torch.stack(steps, 1)[real], atol=1e-5)
 
 
 def test_the_greedy_reverse_pass_of_a_sentence_does_not_depend_on_its_batch():

@@ -4,7 +4,7 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
-from nmtkit.data.vocab import BOS, EOS
+from nmtkit.data.vocab import BOS, EOS, PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.search.beam import beam_search
@@ -113,6 +113,36 @@ def test_reverse_targets_read_the_reference_right_to_left():
     rev_in, rev_out = b.reversed_target()
     assert rev_in.tolist() == [[BOS, 6, 5, 4], [BOS, 7, 0, 0]]
     assert rev_out.tolist() == [[6, 5, 4, 3], [7, 3, 0, 0]]
+
+
+def reversed_by_hand(b):
+    """``<s> y_T .. y_1`` and ``y_T .. y_1 </s>`` of every target of ``b``, built from its words (``tgt_out`` before
+    ``</s>``), not by ``Batch.reversed_target``: each sentence reversed within its own length, padding after."""
+    width = b.tgt_out.size(1)
+    rows = [row[row != PAD][:-1].flip(0).tolist() for row in b.tgt_out]
+    rev_in = torch.tensor([[BOS] + r + [PAD] * (width - 1 - len(r)) for r in rows])
+    rev_out = torch.tensor([r + [EOS] + [PAD] * (width - 1 - len(r)) for r in rows])
+    return rev_in, rev_out
+
+
+@pytest.mark.parametrize("arch,cell,context", [("rtatt-rnn", "gru", "greedy"), ("rtatt-rnn", "gru", "reference"),
+                                               ("bitatt-rnn", "gru", "reference"), ("bitatt-rnn", "lstm", "greedy"),
+                                               ("bitatt-rnn", "cgru", "reference")])
+def test_the_reverse_decoder_is_teacher_forced_on_the_reversed_target(arch, cell, context):
+    """The auxiliary logits (the second sum of Eq. 20 / 23) are the reverse decoder's (Eq. 15-18) stepped alone over
+    ``<s> y_T .. y_1``, each sentence of the batch (4, 6 and 1 words) reversed within its own length, and their gold
+    is ``y_T .. y_1 </s>``, padded after."""
+    m, b = model(arch, cell, reverse_context=context), batch()
+    rev_in, rev_out = reversed_by_hand(b)
+    with torch.no_grad():
+        (aux_logits, gold), = m(b).auxiliary
+        state, steps = m.reverse.start(m.source(b)), []
+        for k in range(rev_in.size(1)):
+            logits, state, _ = m.reverse.step(m.tgt_emb(rev_in[:, k]), state)
+            steps.append(logits)
+    assert torch.equal(gold, rev_out)
+    real = rev_out != PAD
+    assert torch.allclose(aux_logits[real], torch.stack(steps, 1)[real], atol=1e-5)
 
 
 @pytest.mark.parametrize("arch,context", [("rtatt-rnn", "reference"), ("bitatt-rnn", "reference"),
