@@ -3,17 +3,8 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, named_systems
 from nmtkit.config import Range
-
-
-def _system(value: str) -> tuple[str, str]:
-    name, sep, path = value.partition("=")
-    if not sep or not name or not path:
-        from nmtkit.errors import NmtkitError
-
-        raise NmtkitError(f"--hyp: expected NAME=FILE, not {value!r}", exit_code=2)
-    return name, path
 
 
 @click.command("bucket-bleu")
@@ -34,7 +25,7 @@ def _system(value: str) -> tuple[str, str]:
 @click.option("--title", default="BLEU by source sentence length", show_default=True, help="the figure's title")
 @click.option("--confidence", is_flag=True,
               help="95% bootstrap intervals of every BLEU and gain, and each gain's paired bootstrap p-value")
-@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 1_000_000)), default=1000, show_default=True,
+@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 100_000)), default=1000, show_default=True,
               help="with --confidence: bootstrap resamples of each bucket")
 def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_path, as_json, plot_path, title,
             confidence, samples):
@@ -60,9 +51,7 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
             check_tokenizer(name, option)
     if plot_path:
         figure_format(plot_path, "--plot")
-    systems = dict(_system(h) for h in hyps)
-    if len(systems) < len(hyps):
-        raise NmtkitError("--hyp: two systems have the same name", exit_code=2)
+    systems = {name: files[0] for name, files in named_systems(hyps, "--hyp").items()}
     sources = read_lines(check_readable(src_path))
     texts = {path: read_lines(check_readable(path, allow_empty=True)) for path in [*ref_paths, *systems.values()]}
     for path, lines in texts.items():

@@ -4,21 +4,9 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, named_systems
 from nmtkit.config import Range
 from nmtkit.metrics.text import SACREBLEU_METRICS
-
-
-def _system(value: str) -> tuple[str, list[str]]:
-    """``NAME=FILE[,FILE...]``."""
-    from nmtkit.errors import NmtkitError
-
-    name, sep, paths = value.partition("=")
-    files = [p for p in paths.split(",") if p]
-    if not sep or not name or not files:
-        raise NmtkitError(f"--sys: expected NAME=FILE or NAME=FILE1,FILE2,... (one file per seed), not {value!r}",
-                          exit_code=2)
-    return name, files
 
 
 def _metrics(text: str) -> list[str]:
@@ -42,9 +30,9 @@ def _metrics(text: str) -> list[str]:
               help=f"metrics, of {', '.join(SACREBLEU_METRICS)}")
 @click.option("--tokenize", metavar="NAME", help="sacrebleu tokenizer for BLEU [default: 13a]")
 @click.option("--lowercase", is_flag=True, help="case-insensitive scoring")
-@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 1_000_000)), default=1000, show_default=True,
+@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 100_000)), default=1000, show_default=True,
               help="bootstrap resamples (confidence intervals and paired bootstrap)")
-@click.option("--trials", type=Checked(int, Range(10, 1_000_000)), default=10000, show_default=True,
+@click.option("--trials", type=Checked(int, Range(10, 100_000)), default=10000, show_default=True,
               help="approximate randomisation trials")
 @click.option("--seed", type=Checked(int, Range(0, 2**32 - 1)), default=12345, show_default=True,
               help="the random seed of resampling (sacrebleu's default)")
@@ -72,7 +60,7 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
     from nmtkit.errors import NmtkitError
     from nmtkit.metrics.significance import compare_systems
     from nmtkit.metrics.text import check_tokenizer, sacrebleu_metric
-    from nmtkit.tools.comparison import comparison_rows, plot_comparison, write_comparison
+    from nmtkit.tools.comparison import comparison_rows, plot_comparison, title, write_comparison
 
     names = _metrics(metrics)
     if tokenize is not None:
@@ -81,9 +69,7 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
         from nmtkit.tools.figures import figure_format
 
         figure_format(plot_path, "--plot")
-    given = dict(_system(s) for s in systems)
-    if len(given) < len(systems):
-        raise NmtkitError("--sys: two systems have the same name", exit_code=2)
+    given = named_systems(systems, "--sys", several=True)
     if len(given) < 2:
         raise NmtkitError("--sys: give at least two systems (the first is the baseline)", exit_code=2)
     references = [read_lines(check_readable(r)) for r in ref_paths]
@@ -104,6 +90,9 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
         from nmtkit.cli.tables import print_table
 
         for result in results:
-            print_table(f"{result.metric}: {result.signature}", *comparison_rows(result, level))
+            print_table(title(result), *comparison_rows(result, level))
+        if any(len(s.runs) > 1 for s in results[0].systems):
+            click.echo("several files a system: the tests cover the test set's sampling, not the spread between seeds "
+                       "(sd); approximate randomisation pairs the files in the order given")
     if plot_path:
         plot_comparison(results, plot_path)

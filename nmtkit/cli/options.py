@@ -55,3 +55,21 @@ def config_options(options: Sequence[Option]) -> Callable:
         return f
 
     return decorate
+
+
+def named_systems(values: Sequence[str], option: str, several: bool = False) -> dict[str, list[str]]:
+    """``NAME=FILE`` values (``NAME=FILE1,FILE2,...`` with ``several``: one file per seed) by name, in order; one line
+    naming ``option`` for a value of another form or a name given twice."""
+    from nmtkit.errors import NmtkitError
+
+    systems: dict[str, list[str]] = {}
+    for value in values:
+        name, sep, paths = value.partition("=")
+        files = [p for p in paths.split(",") if p] if several else [paths] * bool(paths)
+        if not sep or not name or not files:
+            form = "NAME=FILE or NAME=FILE1,FILE2,... (one file per seed)" if several else "NAME=FILE"
+            raise NmtkitError(f"{option}: expected {form}, not {value!r}", exit_code=2)
+        if name in systems:
+            raise NmtkitError(f"{option}: two systems have the same name, {name!r}", exit_code=2)
+        systems[name] = files
+    return systems

@@ -32,7 +32,7 @@ from nmtkit.metrics.text import METRICS, SACREBLEU_METRICS
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
 @click.option("--confidence", is_flag=True,
               help="also the 95% bootstrap confidence interval of the score (sacrebleu's, mean ± half-width)")
-@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 1_000_000)), default=1000, show_default=True,
+@click.option("--bootstrap", "samples", type=Checked(int, Range(10, 100_000)), default=1000, show_default=True,
               help="with --confidence: bootstrap resamples")
 @click.option("--score-only", is_flag=True, help="print the number only (with --confidence: score, mean, half-width)")
 def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tokenize, lowercase, model_path, src_paths,

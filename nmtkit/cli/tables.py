@@ -13,7 +13,7 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]
 
     table = Table(title=title)
     for i, h in enumerate(header):
-        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
+        table.add_column(h, justify="left" if i == 0 else "right", overflow="fold")  # a number wraps, never cut
     for row in rows:
         table.add_row(*[cell or "-" for cell in row])
     Console(soft_wrap=True, width=None if sys.stdout.isatty() else 1000).print(table)

@@ -14,8 +14,9 @@ for ties (see :func:`p_value`):
 
 For several files (seeds) the statistic is the difference of the systems' **mean scores over their files**: a
 resampled test set (or a trial's swaps) applies to every file alike, so the test asks whether the seed means
-differ beyond what the test set's sampling explains. Approximate randomisation of seed means pairs file k of one
-system with file k of the other, so it needs as many files on both sides. Each pair of files is tested too.
+differ beyond what the test set's sampling explains, not whether other seeds would give other means (their
+standard deviation shows that). Approximate randomisation of seed means pairs file k of one system with file k of
+the other (in the order given), so it needs as many files on both sides. Each pair of files is tested too.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 SEED = 12345  #: sacrebleu's default (its SACREBLEU_SEED)
+LOWER_IS_BETTER = ("ter",)  #: metrics whose improvements are negative differences
 
 
 def sufficient_statistics(metric, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
@@ -38,9 +40,13 @@ def corpus_value(metric, stats: np.ndarray) -> float:
     return float(metric._compute_score_from_stats(stats.sum(0, dtype=np.float64)).score)
 
 
+CHUNK = 100  #: resampled test sets (or trials) held in memory at once: [CHUNK, sentences, statistics]
+
+
 def resampled_values(metric, stats: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The corpus score of each resampled test set (``rows [n, sentences]``: sentence indices)."""
-    return np.array([metric._compute_score_from_stats(s.sum(0)).score for s in stats[rows]])
+    return np.array([metric._compute_score_from_stats(s.sum(0)).score
+                     for start in range(0, len(rows), CHUNK) for s in stats[rows[start:start + CHUNK]]])
 
 
 def central_interval(values: np.ndarray) -> tuple[float, float]:
@@ -50,11 +56,14 @@ def central_interval(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), float(0.5 * (values[len(values) - low - 1] - values[low]))
 
 
+TIE = 1e-4  #: score points within which a resampled statistic ties with the observed one (float32 sums round)
+
+
 def p_value(samples: np.ndarray, observed: float) -> float:
-    """The share of ``samples`` at least as extreme as ``observed``, with the +1 correction (Noreen 1989; MultEval).
-    sacrebleu counts only those strictly above, the same but for ties: a system against itself (every sample 0,
-    observed 0) then has p = 1 here, where sacrebleu gives 1/(n + 1), "significant"."""
-    return (int(np.sum(samples >= observed)) + 1) / (len(samples) + 1)
+    """The share of ``samples`` at least as extreme as ``observed`` (within :data:`TIE`), with the +1 correction
+    (Noreen 1989; MultEval). sacrebleu counts only those strictly above, the same but for ties: a system against
+    itself (every sample 0, observed 0) then has p = 1 here, where sacrebleu gives 1/(n + 1), "significant"."""
+    return (int(np.sum(samples >= observed - TIE)) + 1) / (len(samples) + 1)
 
 
 @dataclass
@@ -112,7 +121,8 @@ def approximate_randomisation(metric, baseline: Sequence[np.ndarray], system: Se
     keep = ~swap
 
     def mean_scores(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
-        return np.mean([[metric._compute_score_from_stats(x).score for x in swap @ sa + keep @ sb]
+        return np.mean([[metric._compute_score_from_stats(x).score for start in range(0, trials, CHUNK)
+                         for x in swap[start:start + CHUNK] @ sa + keep[start:start + CHUNK] @ sb]
                         for sa, sb in zip(a, b)], axis=0)
 
     observed = abs(np.mean([corpus_value(metric, s) for s in system]) -
@@ -122,8 +132,8 @@ def approximate_randomisation(metric, baseline: Sequence[np.ndarray], system: Se
 
 @dataclass
 class SystemScores:
-    """One system's files scored: each file's :class:`Interval`, and their mean and standard deviation (over
-    seeds; 0 for one file)."""
+    """One system's files scored: each file's :class:`Interval`, and their mean and sample standard deviation
+    (over seeds, n - 1 in the denominator; None for one file)."""
 
     name: str
     files: list[str]
@@ -134,8 +144,8 @@ class SystemScores:
         return float(np.mean([r.score for r in self.runs]))
 
     @property
-    def sd(self) -> float:
-        return float(np.std([r.score for r in self.runs], ddof=1)) if len(self.runs) > 1 else 0.0
+    def sd(self) -> Optional[float]:
+        return float(np.std([r.score for r in self.runs], ddof=1)) if len(self.runs) > 1 else None
 
 
 @dataclass

@@ -13,6 +13,10 @@ from nmtkit.errors import NmtkitError
 from nmtkit.metrics.significance import confidence_interval, paired_bootstrap, sufficient_statistics
 from nmtkit.metrics.text import corpus_score, sacrebleu_metric
 
+#: the fewest sentences a bucket's intervals are computed for: resampling a handful of sentences gives every resample
+#: nearly the same score, so an interval of almost 0 and a "significant" gain
+MIN_RESAMPLED = 10
+
 
 def parse_buckets(text: str) -> list[int]:
     """``"10,20,30"`` -> ``[10, 20, 30]``: strictly increasing positive upper bounds."""
@@ -75,8 +79,9 @@ def bucket_bleu(sources: Sequence[str], references: Sequence[Sequence[str]], sys
 
     ``references`` are reference streams (one or more), each as long as ``sources``; ``systems``
     maps a name to its hypotheses, the first being the baseline of the gains. With ``samples``
-    bootstrap resamples of each bucket, every BLEU gets its 95% confidence interval and every gain its
-    paired bootstrap interval and p-value (:mod:`nmtkit.metrics.significance`).
+    bootstrap resamples of each bucket of at least :data:`MIN_RESAMPLED` sentences, every BLEU gets its 95%
+    confidence interval and every gain its paired bootstrap interval and p-value
+    (:mod:`nmtkit.metrics.significance`).
     """
     lengths = [source_length(s, tokenize) for s in sources]
     groups: list[list[int]] = [[] for _ in range(len(bounds) + 1)]
@@ -98,11 +103,12 @@ def bucket_bleu(sources: Sequence[str], references: Sequence[Sequence[str]], sys
                 bucket.bleu[name] = bucket.length[name] = None
             base = bucket.bleu[baseline]
             bucket.gain[name] = None if base is None else bucket.bleu[name] - base
-            if samples:
-                own = stats[name][rows]
-                bucket.bleu_ci[name] = confidence_interval(metric, own, samples).ci if rows else None
+            if samples:  # none for a bucket too small to resample, nor for the baseline against itself
+                own, enough = stats[name][rows], len(rows) >= MIN_RESAMPLED
+                bucket.bleu_ci[name] = confidence_interval(metric, own, samples).ci if enough else None
                 _, bucket.gain_ci[name], bucket.gain_p[name] = \
-                    paired_bootstrap(metric, [stats[baseline][rows]], [own], samples) if rows else (None, None, None)
+                    paired_bootstrap(metric, [stats[baseline][rows]], [own], samples) if enough and name != baseline \
+                    else (None, None, None)
         result.append(bucket)
     return result
 

@@ -56,18 +56,24 @@ def test_errors(tmp_path):
 def test_confidence_gives_every_bleu_and_gain_an_interval_and_each_gain_its_p_value(tmp_path):
     from nmtkit.metrics.significance import confidence_interval, paired_bootstrap, sufficient_statistics
     from nmtkit.metrics.text import sacrebleu_metric
+    from tests.metrics.test_significance import BASE, OTHER, REF
 
-    args = files(tmp_path) + ["--confidence", "--bootstrap", 50]
+    src = REF[:-5] + ["a b c d e f g h i j k l m"] * 5  # a last bucket of 5 sentences: too few to resample
+    for name, lines in (("src", src), ("ref", REF), ("base", BASE), ("other", OTHER)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["bucket-bleu", "--src", tmp_path / "src", "--ref", tmp_path / "ref", "--hyp", f"base={tmp_path / 'base'}",
+            "--hyp", f"other={tmp_path / 'other'}", "--buckets", "7,12", "--confidence", "--bootstrap", 50]
     data = json.loads(run(args + ["--json"]).stdout)
     bleu = sacrebleu_metric("bleu")
     base, other = (sufficient_statistics(bleu, h, [REF]) for h in (BASE, OTHER))
-    every = data[3]  # all sentences: the file's interval, and the paired test of the two files
+    every = data[-1]  # all sentences: the file's interval, and the paired test of the two files
     assert every["bleu_ci"]["other"] == confidence_interval(bleu, other, 50).ci
     _, ci, p = paired_bootstrap(bleu, [base], [other], 50)
-    assert (every["gain_ci"]["other"], every["gain_p"]["other"]) == (ci, p) and every["gain_p"]["base"] == 1.0
-    short = data[0]  # the 2 sentences of 1-2 words, resampled alone
-    rows = [0, 2]
-    assert short["bleu_ci"]["other"] == confidence_interval(bleu, other[rows], 50).ci
+    assert (every["gain_ci"]["other"], every["gain_p"]["other"]) == (ci, p) and every["gain_p"]["base"] is None
+    short = data[0]  # the sentences of 1-7 words, resampled alone
+    rows = [i for i, line in enumerate(src) if len(line.split()) <= 7]
+    assert len(rows) >= 10 and short["bleu_ci"]["other"] == confidence_interval(bleu, other[rows], 50).ci
+    assert data[2]["count"] == 5 and data[2]["bleu_ci"]["other"] is None and data[2]["gain_p"]["other"] is None
     r = run(args + ["--csv", tmp_path / "c.csv", "--plot", tmp_path / "c.png"])
     header = next(csv.reader((tmp_path / "c.csv").open()))
     assert "BLEU ± other" in header and "gain p other" in header and "gain ±" in r.stdout

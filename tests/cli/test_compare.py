@@ -25,8 +25,9 @@ def test_a_table_per_metric_with_intervals_p_values_and_significance_marks(outpu
     d = outputs
     r = run(["compare", "-r", d / "ref", "--sys", f"base={d / 'base'}", "--sys", f"other={d / 'other'}", "--sys",
              f"good={d / 'good'}", "--metric", "bleu,ter", "--bootstrap", 200, "--trials", 300])
-    assert r.stdout.startswith("bleu: nrefs:1|bs:200|ar:300|seed:12345|") and "\nter: nrefs:1|bs:200|ar:300" in r.stdout
-    bleu_table = r.stdout.split("\nter:")[0]
+    assert r.stdout.startswith("bleu: nrefs:1|bs:200|ar:300|seed:12345|")
+    assert "\nter (lower is better): nrefs:1|bs:200|ar:300" in r.stdout
+    bleu_table = r.stdout.split("\nter ")[0]
     rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
             for line in bleu_table.splitlines() if line.startswith("│")}
     _, theirs = PairedTest([("base", BASE), ("other", OTHER)], {"BLEU": sacrebleu_metric("bleu")}, [REF], "bs", 200)()
@@ -41,16 +42,19 @@ def test_seeds_json_csv_and_plot(outputs):
             "--trials", 100]
     data = json.loads(run([*args, "--json", "-", "--metric", "chrf++"]).stdout)
     chrf = data[0]
-    assert chrf["metric"] == "chrf++" and "nw:2" in chrf["signature"]
+    assert chrf["metric"] == "chrf++" and "nw:2" in chrf["signature"] and chrf["higher_is_better"]
     base, good, self_ = chrf["systems"]
     assert [run_["file"] for run_ in good["runs"]] == [str(d / "good"), str(d / "g2")]
     assert good["mean"] == pytest.approx(sum(x["score"] for x in good["runs"]) / 2)
     assert good["against_first"]["significant"] and len(good["pairs"]) == 4
+    assert [(p["baseline_file"], p["system_file"]) for p in good["pairs"]] == [
+        (str(d / b), str(d / g)) for b in ("base", "b2") for g in ("good", "g2")]
     assert self_["against_first"]["delta"] == 0 and self_["against_first"]["p_bootstrap"] == 1.0
     assert self_["against_first"]["p_randomisation"] == 1.0 and not self_["against_first"]["significant"]
     run([*args, "--csv", d / "c.csv", "--plot", d / "c.png", "--json", d / "c.json"])
     table = list(csv.reader((d / "c.csv").open()))
     assert table[0][:3] == ["metric", "system", "files"] and [row[1] for row in table[1:]] == ["base", "good", "self"] * 2
+    assert table[2][9:] == ["True", "4", "4"] and float(table[2][5]) > 0  # numbers, not the table's strings
     assert json.loads((d / "c.json").read_text())[0]["metric"] == "bleu"
     with Image.open(d / "c.png") as image:
         assert image.size[0] > 400
@@ -61,7 +65,7 @@ def test_errors(outputs):
     two = ["--sys", f"a={d / 'base'}", "--sys", f"b={d / 'other'}"]
     (d / "short").write_text("one line\n")
     cases = [
-        (["--sys", "a"], "--sys: expected NAME=FILE"),
+        (["--sys", "a"], "--sys: expected NAME=FILE or NAME=FILE1,FILE2,..."),
         (["--sys", f"a={d / 'base'}"], "--sys: give at least two systems"),
         ([*two, "--sys", f"a={d / 'good'}"], "--sys: two systems have the same name"),
         ([*two, "--metric", "bleu,meteor"], "--metric: expected some of bleu, chrf, chrf++, ter"),

@@ -250,10 +250,12 @@ def test_bitatt_transformer_warm_starts_from_a_transformer_and_decodes_in_two_pa
 def test_chrf_plus_plus_is_validated_and_can_decide_the_best_checkpoint(corpus_dir, tmp_path):
     import json
 
-    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 4,
-             "--valid-every", 2, "--valid-max-sentences", 4, "--decay-metric", "chrf++"])
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "run", *TINY_MODEL, "--max-steps", 8,
+             "--valid-every", 2, "--valid-max-sentences", 8, "--decay-metric", "chrf++", "--lr", 0.01])
     assert "| chrF++ " in r.stderr
     records = [json.loads(line) for line in (tmp_path / "run" / "train.jsonl").read_text().splitlines()]
     valid = [rec for rec in records if rec["type"] == "valid"]
-    assert len(valid) == 2 and all("chrf++" in rec for rec in valid)
-    assert "best chrf++" in r.stderr and valid[0]["best"]
+    values = [rec["chrf++"] for rec in valid]
+    assert len(valid) == 4 and [rec["best"] for rec in valid] == [v > max(values[:k], default=-1)
+                                                                   for k, v in enumerate(values)]
+    assert f"best chrf++ {max(values)}" in r.stderr

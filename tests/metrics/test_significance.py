@@ -50,15 +50,27 @@ def test_intervals_and_p_values_are_sacrebleus_for_one_file_each(name):
         next(k for k in theirs if k != "System")][0].score), abs=1e-6)
     _, theirs = PairedTest([("base", BASE), ("other", OTHER)], {name: sacrebleu_metric(name)}, [REF], "ar", 500)()
     ar = next(v for k, v in theirs.items() if k != "System")[1]
-    assert approximate_randomisation(metric, [base], [other], 500) == pytest.approx(ar.p_value)
-    assert 0.01 < ar.p_value < 1  # the inputs are not degenerate: no ties decide the p-values
+    mine = approximate_randomisation(metric, [base], [other], 500)
+    assert 0.01 < ar.p_value < 1  # the inputs are not degenerate
+    # the same trials; chrF's n-gram counts and TER's edits put many trials' differences exactly on the observed
+    # one, which nmtkit counts (ties are as extreme) and sacrebleu counts only where float32 rounding lifts them
+    assert mine == pytest.approx(ar.p_value) if name == "bleu" else mine >= ar.p_value
 
 
-def test_a_system_against_itself_is_not_significant_and_a_clearly_better_one_is():
-    metric = sacrebleu_metric("bleu")
+@pytest.mark.parametrize("name", ["bleu", "chrf++", "ter"])
+def test_a_system_against_itself_is_not_significant(name):
+    """Every resample or trial ties with the observed 0 (float32 sums included: TER's no-swap trial rounds)."""
+    metric = sacrebleu_metric(name)
     base = sufficient_statistics(metric, BASE, [REF])
     assert paired_bootstrap(metric, [base], [base.copy()], 200)[2] == 1.0
     assert approximate_randomisation(metric, [base], [base.copy()], 200) == 1.0
+    other = sufficient_statistics(metric, OTHER, [REF])  # a trial that swaps nothing ties with the observed
+    assert approximate_randomisation(metric, [base], [other], 200) > 1 / 201
+
+
+def test_a_clearly_better_system_is_significant():
+    metric = sacrebleu_metric("bleu")
+    base = sufficient_statistics(metric, BASE, [REF])
     better = sufficient_statistics(metric, noisy(REF, 0.05, 3), [REF])
     delta, ci, p = paired_bootstrap(metric, [base], [better], 200)
     assert delta > 10 and 0 < ci < delta and p < 0.01
@@ -82,7 +94,7 @@ def test_seeds_aggregate_as_the_mean_of_their_scores():
     copies = compare_systems("bleu", metric, [REF], {"a": [("a", BASE)] * 3, "b": [("b", OTHER)] * 3}, 100, 100)
     single = compare_systems("bleu", metric, [REF], {"a": [("a", BASE)], "b": [("b", OTHER)]}, 100, 100)
     assert astuple(copies.against_first["b"]) == pytest.approx(astuple(single.against_first["b"]))
-    assert copies.systems[1].sd == pytest.approx(0, abs=1e-9)
+    assert copies.systems[1].sd == pytest.approx(0, abs=1e-9) and single.systems[1].sd is None
     assert not single.pairs  # one file each: nothing beyond the test of the means
 
 
