@@ -1,39 +1,44 @@
 #!/usr/bin/env bash
 # Captioning on the emoji images of ../shared/data/emoji (their English CLDR names as captions; issue 15).
 # Usage: bench/caption_emoji.sh [features|quality|speed]
-#   features: captions.tsv (image<TAB>English name), then two corpora: features of a randomly initialised VGG16
+#   features: captions.tsv (image<TAB>English name), then the corpora FEATURES: features of a randomly initialised VGG16
 #             (conv5_3 at 112 px, the images' own size: 7 x 7 x 512) and of a small CNN trained on the training
 #             images (bench/emoji_cnn.py: 7 x 7 x 256)
 #   quality:  show-attend-tell without and with target attention, seeds SEEDS (default "1 2"), STEPS updates
-#             (default 1500) each, on both corpora: test BLEU-3/4 without brevity penalty, CIDEr-D, perplexity
+#             (default 1500) each, on the corpora FEATURES (default "vgg cnn"): test BLEU-3/4 without brevity penalty, CIDEr-D, perplexity
 #             (last.pt, beam 5)
 #   speed:    images/s of feature extraction (VGG16 on the 326 test images) and captions/s of beam 5, peak memory
-# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), THREADS (default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
 runs=${RUNS:-$here/runs}/caption
 emoji=$shared/data/emoji
 what=${1:-quality}
-export OMP_NUM_THREADS=2
+threads=${THREADS:-2}
+export OMP_NUM_THREADS=$threads
+read -r -a corpora <<< "${FEATURES:-vgg cnn}"
 mkdir -p "$runs"
 source "$here/lib.sh"
 splits=(--train "$emoji/splits/train.txt" --valid "$emoji/splits/dev.txt" --test "$emoji/splits/test.txt")
 model=(--arch show-attend-tell --emb-size 128 --dec-size 256 --dropout 0.3 --batch-size 32 --optimizer adam
-       --lr 0.001 --threads 2 --valid-every 500 --patience 0)
+       --lr 0.001 --threads "$threads" --valid-every 500 --patience 0)
 
 case $what in
 features)
   tail -n +2 "$emoji/captions.tsv" | cut -f1,2 > "$runs/captions.tsv"
-  peak "$runs/vgg.mem" nmtkit preprocess --captions "$runs/captions.tsv" --images "$emoji/images" "${splits[@]}" \
-    --tgt en --vocab word:10000 --image-size 112 -o "$runs/vgg" --overwrite 2> "$runs/vgg.log"
-  tail -n 4 "$runs/vgg.log"
+  if [[ " ${corpora[*]} " == *" vgg "* ]]; then
+    peak "$runs/vgg.mem" nmtkit preprocess --captions "$runs/captions.tsv" --images "$emoji/images" "${splits[@]}" \
+      --tgt en --vocab word:10000 --image-size 112 -o "$runs/vgg" --overwrite 2> "$runs/vgg.log"
+    tail -n 4 "$runs/vgg.log"
+  fi
+  [[ " ${corpora[*]} " == *" cnn "* ]] || exit 0
   python "$here/emoji_cnn.py" "$emoji" "$runs" "${EPOCHS:-12}"
   nmtkit preprocess --captions "$runs/captions.tsv" "${splits[@]}" --tgt en --vocab word:10000 \
     --features "train=$runs/cnn.train.npy" --features "valid=$runs/cnn.dev.npy" --features "test=$runs/cnn.test.npy" \
     -o "$runs/cnn" --overwrite ;;
 quality)
-  for features in vgg cnn; do
+  for features in "${corpora[@]}"; do
     for seed in ${SEEDS:-1 2}; do
       for variant in base tatt; do
         run=$runs/$features.$variant.s$seed

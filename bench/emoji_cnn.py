@@ -8,6 +8,7 @@ on the training split only. Its 7 x 7 x 256 grid at 112 px is then written for e
 
 Usage: emoji_cnn.py EMOJI_DIR OUT_DIR [EPOCHS]   (prints the loss per epoch and the dev word F1)
 """
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ def network() -> nn.Sequential:
 
 def main(emoji: str, out: str, epochs: str = "12") -> None:
     torch.manual_seed(1)
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     root, target = Path(emoji), Path(out)
     target.mkdir(parents=True, exist_ok=True)
     captions = read_captions(target / "captions.tsv")

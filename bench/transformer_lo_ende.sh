@@ -9,7 +9,8 @@
 #            fp32 and int8 (PRECISIONS, default "fp32 int8")
 #   ct2:     the same with the model exported to CTranslate2 (float32 and int8), via bench/ct2_translate.py
 #   steps:   one greedy decoding step at batch 1 and 32, nmtkit against CTranslate2 float32 (bench/transformer_step.py)
-# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEED (default 1).
+# Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEED (default 1),
+#   THREADS (default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -19,12 +20,13 @@ what=${2:-quality}
 seed=${SEED:-1}
 data=$shared/data/lo-ende
 spm=$shared/bench/lo-ende-sp8k/spm.model
-export OMP_NUM_THREADS=2
+threads=${THREADS:-2}
+export OMP_NUM_THREADS=$threads
 mkdir -p "$runs"
 model=(--arch "$arch" --d-model 256 --ffn-size 1024 --heads 4 --enc-layers 3 --dec-layers 3 --dropout 0.1
        --attention-dropout 0.1 --share-embeddings --tie-embeddings --label-smoothing 0.1
        --batch-type tokens --batch-size 2048 --optimizer adam --lr 0.0015 --lr-schedule inverse-sqrt
-       --warmup-steps 500 --clip-norm 1.0 --threads 2 --seed "$seed")
+       --warmup-steps 500 --clip-norm 1.0 --threads "$threads" --seed "$seed")
 run=$runs/$arch.s$seed
 
 if [ ! -f "$runs/corpus/manifest.json" ]; then

@@ -87,7 +87,7 @@ def test_a_device_must_be_one_torch_knows():
     ("batch_size: null", "'batch_size' expects an integer >= 1, got None"),
     ("amp: maybe", "'amp' expects true or false, got 'maybe'"),
     ("valid_every: true", "'valid_every' expects an integer >= 1, got True"),
-    ("decay_metric: 1", "'decay_metric' expects one of bleu, ppl, got 1"),
+    ("decay_metric: 1", "'decay_metric' expects one of bleu, chrf, chrf++, ppl, got 1"),
     ("device: tpu", "'device' expects auto, cpu, mps, cuda or cuda:N, got 'tpu'"),
 ])
 def test_yaml_values_are_checked_like_options(tmp_path, yaml_line, message):
