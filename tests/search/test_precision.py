@@ -8,11 +8,12 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
-from nmtkit.models import build_model, get_spec, model_names
+from nmtkit.models import model_names
 from nmtkit.search.beam import beam_search
 from nmtkit.search.precision import PackedLinear, for_inference, packable
 from tests.conftest import run, unpack
 from tests.models import test_multi_source as inputs
+from tests.models.test_contract import step_by_step, tiny
 from tests.models.test_transformer import batch, model
 
 needs_packing = pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
@@ -58,29 +59,9 @@ def test_reduced_precision_stays_close_to_fp32(trained_ckpt, precision):
     assert (got - ref).abs().max() < 0.2 and got.argmax() == ref.argmax()
 
 
-SMALL = dict(emb_size=8, enc_size=8, dec_size=16, att_size=0, readout_size=0, d_model=16, ffn_size=32, heads=2,
-             enc_layers=1, dec_layers=1, layers=1, dropout=0.0, attention_dropout=0.0)
-
-
-def tiny(arch):
-    """A tiny ``arch`` reading every input it can of the test corpus: a source text, an MT output, an image."""
-    torch.manual_seed(0)
-    names = {o.name for o in get_spec(arch).options}
-    return build_model({"arch": arch, **{k: v for k, v in SMALL.items() if k in names}}, inputs.META).eval()
-
-
-def decoded(m, b):
-    """The log-probabilities ``[B, T, V]`` of decoding ``b``'s target step by step."""
-    state, out = m.encode(b), []
-    for t in range(b.tgt_in.size(1)):
-        lp, state, _ = m.decode_step(b.tgt_in[:, t], state)
-        out.append(lp)
-    return torch.stack(out, 1)
-
-
 @pytest.mark.parametrize("arch", model_names())
 def test_int8_quantises_every_matrix_layer_the_output_layer_included(arch):
-    m = tiny(arch)
+    m = tiny(arch, param_init=0.1)
     fast, _ = for_inference(copy.deepcopy(m), "int8", torch.device("cpu"))
     linears = {name: layer for name, layer in m.named_modules() if type(layer) is torch.nn.Linear}
     outputs = [name for name, layer in linears.items() if layer.out_features == inputs.V_TGT]
@@ -95,7 +76,7 @@ def test_int8_quantises_every_matrix_layer_the_output_layer_included(arch):
         torch.testing.assert_close(got.weight().dequantize(), weight, atol=float(weight.abs().max()) / 100, rtol=0)
     b = inputs.batch()
     with torch.no_grad():  # decoding step by step, as translate does, runs and stays close to fp32
-        want, got = decoded(m, b), decoded(fast, b)
+        want, got = step_by_step(m, b)[0], step_by_step(fast, b)[0]
     real = b.tgt_out != 0
     assert got.shape == want.shape and (got[real] - want[real]).abs().max() < 0.1
 

@@ -1,0 +1,120 @@
+"""The contract every registered architecture keeps, taken from the registry (a new architecture is covered by
+registering it): teacher-forced forward equals step-by-step decoding, ``reorder`` moves every state, a sentence's
+output does not depend on its batch, and a checkpoint round trip gives the same model."""
+import pytest
+import torch
+
+from nmtkit.checkpoint import save_checkpoint
+from nmtkit.data.batching import make_batch
+from nmtkit.data.vocab import WordVocab
+from nmtkit.inference import load_model
+from nmtkit.models import build_model
+from nmtkit.models.registry import get_spec, model_names
+from tests.models import test_multi_source as inputs
+
+# weights large enough (param_init) that a state left behind by a reorder changes the outputs beyond the tolerance
+SMALL = dict(emb_size=8, enc_size=8, dec_size=16, att_size=0, readout_size=0, d_model=16, ffn_size=32, heads=2,
+             enc_layers=1, dec_layers=1, layers=1, dropout=0.0, attention_dropout=0.0, param_init=0.5)
+# inputs of unequal lengths in one batch (src, mt, image grid), and targets of unequal lengths
+LENGTHS = ((5, 2, 7, 3), (3, 6, 1, 4), (4, 4, 4, 4), (4, 6, 1, 3))
+
+
+def config(arch: str, **over) -> dict:
+    """A tiny configuration of ``arch``: its own options among SMALL's, and ``over``'s."""
+    names = {o.name for o in get_spec(arch).options}
+    return {"arch": arch, **{k: v for k, v in {**SMALL, **over}.items() if k in names}}
+
+
+def tiny(arch: str, **over) -> torch.nn.Module:
+    """A tiny ``arch`` in eval mode, reading every input it can of the test corpus: a source text, an MT output, an
+    image."""
+    torch.manual_seed(0)
+    return build_model(config(arch, **over), inputs.META).eval()
+
+
+def batch():
+    """Four examples with padding in every stream (each model reads the streams it was built for)."""
+    return inputs.batch(LENGTHS)
+
+
+def step_by_step(m, b, reorder_at=None, index=None):
+    """Log-probabilities ``[B, T, V]`` and attention of decoding ``b``'s target one step at a time; with
+    ``reorder_at``, the state is reordered by ``index`` after that step, and the later steps are fed the targets of
+    the rows it selects."""
+    state, out, weights, tgt = m.encode(b), [], [], b.tgt_in
+    for t in range(tgt.size(1)):
+        lp, state, w = m.decode_step(tgt[:, t], state)
+        out.append(lp)
+        weights.append(w)
+        if t == reorder_at:
+            state, tgt = state.reorder(index), tgt.index_select(0, index)
+    return torch.stack(out, 1), weights
+
+
+def alone(b, i):
+    """Example ``i`` of batch ``b`` as a batch of its own, without padding."""
+    streams = {}
+    for name, s in b.inputs.items():  # features as they are; tokens without the end symbol, which make_batch adds
+        streams[name] = [s.data[i, :int(s.lengths[i])].numpy() if not s.is_tokens
+                         else s.data[i, :int(s.lengths[i]) - 1].tolist()]
+    n = int((b.tgt_out[i] != 0).sum()) - 1  # the target without its end symbol, which make_batch adds
+    return make_batch(streams, [b.tgt_out[i, :n].tolist()])
+
+
+ARCHS = model_names()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_teacher_forced_forward_equals_step_by_step_decoding(arch):
+    m, b = tiny(arch), batch()
+    with torch.no_grad():
+        out = m(b)
+        lp, weights = step_by_step(m, b)
+    real = b.tgt_out != 0
+    torch.testing.assert_close(torch.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
+    assert out.attention.keys() == weights[0].keys()
+    for name, w in out.attention.items():  # every attention as decoding reports it; over the target's own past,
+        for t, step in enumerate(weights):  # step t's is as wide as that past (the rest of the row is 0)
+            width = step[name].size(-1)
+            rows = real[:, t]
+            torch.testing.assert_close(w[rows, t, :width], step[name][rows], atol=1e-5, rtol=0,
+                                       msg=f"{arch}: attention {name} at step {t}")
+            assert not w[rows, t, width:].any(), f"{arch}: attention {name} at step {t} beyond what decoding sees"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reorder_moves_every_state(arch):
+    m, b = tiny(arch), batch()
+    index = torch.tensor([2, 0, 0, 3])  # rows swapped, one repeated, one dropped: as beam search reorders
+    with torch.no_grad():
+        want, _ = step_by_step(m, b)
+        got, _ = step_by_step(m, b, reorder_at=1, index=index)
+    real = b.tgt_out.index_select(0, index) != 0
+    real[:, :2] = False  # the steps before the reorder
+    assert real.any()
+    torch.testing.assert_close(got[real], want.index_select(0, index)[real], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_sentence_does_not_depend_on_its_batch(arch):
+    m, b = tiny(arch), batch()
+    with torch.no_grad():
+        logits = m(b).logits
+        for i in range(b.tgt_out.size(0)):
+            one = alone(b, i)
+            n = one.tgt_out.size(1)
+            torch.testing.assert_close(m(one).logits[0], logits[i, :n], atol=1e-5, rtol=0, msg=f"{arch}: row {i}")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_checkpoint_round_trip_gives_the_same_model(arch, tmp_path):
+    m, b = tiny(arch), batch()
+    sizes = {name: info.size for name, info in inputs.META.streams.items() if info.kind == "tokens"}
+    vocabs = {name: WordVocab([f"w{k}" for k in range(size - 4)]).state() for name, size in sizes.items()}
+    save_checkpoint(tmp_path / "model.pt", {"config": config(arch), "model": m.state_dict(),
+                                            "corpus": inputs.META.state(), "vocab": vocabs})
+    loaded = load_model(tmp_path / "model.pt")
+    assert type(loaded.model) is type(m) and loaded.model.inputs == m.inputs
+    with torch.no_grad():
+        assert torch.equal(loaded.model(b).logits, m(b).logits)
+        assert torch.equal(step_by_step(loaded.model, b)[0], step_by_step(m, b)[0])
