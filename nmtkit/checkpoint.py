@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from nmtkit import __version__
+from nmtkit.data.output_form import EDITS_RECORD
 from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike, atomic_output
 from nmtkit.data.vocab import Vocab, vocab_from_state
@@ -76,8 +77,8 @@ def save_checkpoint(path: PathLike, payload: dict) -> None:
 #: what a checkpoint must hold to be decoded with (``load_checkpoint(path, FOR_DECODING)``)
 FOR_DECODING = ("model", "config", "vocab", "corpus")
 #: the corpus' records that decoding needs when present, as its manifest's ``options`` hold them: how image features
-#: were made (captioning), the input stream whose words the target's edit operations edit (APE)
-CORPUS_RECORDS = ("images", "ape_edits")
+#: were made (captioning), the output form (:class:`nmtkit.data.output_form.OutputForm`)
+CORPUS_RECORDS = ("images", EDITS_RECORD)
 
 
 def unreadable(e: BaseException) -> str:

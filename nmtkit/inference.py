@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 import torch
 
 from nmtkit.checkpoint import FOR_DECODING, checkpoint_meta, checkpoint_vocabs, first_mismatch, load_checkpoint
+from nmtkit.data.output_form import TEXT, OutputForm
 from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
@@ -29,7 +30,7 @@ class LoadedModel:
     config: dict
     meta: CorpusMeta
     images: Optional[dict] = None  #: how the training corpus made image features (captioning models)
-    ape_edits: Optional[str] = None  #: the input stream whose words the output's edit operations edit (APE models)
+    output_form: OutputForm = TEXT  #: what the model's outputs are (text, or edit operations on an input)
 
     @property
     def tgt_vocab(self) -> Vocab:
@@ -53,7 +54,7 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
         raise NmtkitError(f"{path}: the weights do not fit the model its config describes: {mismatch}")
     model.load_state_dict(ckpt["model"])
     model.to(device or torch.device("cpu")).eval()
-    return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"), ckpt.get("ape_edits"))
+    return LoadedModel(model, vocabs, ckpt["config"], meta, ckpt.get("images"), OutputForm.of(ckpt))
 
 
 def _reads_alike(first: LoadedModel, other: LoadedModel, stream: str) -> bool:
@@ -82,13 +83,13 @@ def ensemble_of(members: Sequence[LoadedModel], paths: Sequence[str], weights: O
         if not _reads_alike(first, member, TARGET):
             raise NmtkitError(f"-m {path}: its target vocabulary differs from that of {paths[0]}; the models of an "
                               "ensemble share one target vocabulary", exit_code=2)
-        if member.ape_edits != first.ape_edits:
-            raise NmtkitError(f"-m {path}: outputs {'edit operations' if member.ape_edits else 'text'}, "
-                              f"{paths[0]} does not; an ensemble's models output the same", exit_code=2)
+        if member.output_form != first.output_form:
+            raise NmtkitError(f"-m {path}: outputs {member.output_form.describe()}, {paths[0]} "
+                              f"{first.output_form.describe()}; an ensemble's models output the same", exit_code=2)
         truncated_alike = member.model.input_limit() == first.model.input_limit()
         shared = [s for s in member.model.inputs if _reads_alike(first, member, s)
                   and (truncated_alike or member.meta.streams[s].kind != TOKENS)]
         streams.append({s: s if k == 0 or s in shared else f"{s}@{k + 1}" for s in member.model.inputs})
     model = Ensemble([m.model for m in members], normalised_weights(weights, len(members)), streams, attention_from)
-    return LoadedModel(model, first.vocabs, first.config, first.meta, first.images, first.ape_edits)
+    return LoadedModel(model, first.vocabs, first.config, first.meta, first.images, first.output_form)
 

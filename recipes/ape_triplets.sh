@@ -3,9 +3,10 @@
 # of multi-source-attention.txt §4.2 where the WMT16 APE data is not at hand: the LibreOffice help en-de corpus (IT
 # domain, like WMT16 APE) by default.
 #
-# The training half A is translated by a model trained on half B and half B by a model trained on half A, so every
-# MT line is real output of a system that never saw it; dev and test are translated by a model trained on all of the
-# training data. The human German translation plays the post-edit. Text is tokenised as the WMT APE data is
+# The training MT is made by jackknifing: the training data is cut into FOLDS folds, and each fold is translated by a
+# model trained on the other folds, so every MT line is real output of a system that never saw it, with the errors
+# of a system trained on (FOLDS - 1) / FOLDS of the data; dev and test are translated by a model trained on all of
+# it. The human German translation plays the post-edit. Text is tokenised as the WMT APE data is
 # (sacrebleu's 13a tokeniser), so that edit operations and HTER work on words and punctuation.
 #
 # Usage: recipes/ape_triplets.sh [--dry-run] [--gpus N] [WORKDIR]   (default WORKDIR ./ape-triplets)
@@ -14,8 +15,8 @@
 # Inputs (local paths):
 #   CORPUS  a folder of {train,dev,test}.{en,de} [default: ../shared/data/lo-ende beside the checkout]
 # Output: WORKDIR/triplets/{train,dev,test}.{src,mt,pe}, and the do-nothing baseline's TER and BLEU (MT as it is).
-# Settings: MT_STEPS (default 3000) updates of MT_BATCH (64) sentences for each MT model; MT_SIZES (default
-# "--emb-size 256 --enc-size 256 --dec-size 512"); MT_BEAM (default 5); DEVICE (auto).
+# Settings: FOLDS (default 5: FOLDS + 1 MT models); MT_STEPS (default 3000) updates of MT_BATCH (64) sentences for
+# each MT model; MT_SIZES (default "--emb-size 256 --enc-size 256 --dec-size 512"); MT_BEAM (default 5); DEVICE (auto).
 # A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was (a stopped
 # training goes on with --resume); a failed step stops the recipe with one line naming the step.
 # The machinery (options, steps, training) is recipes/lib.sh's.
@@ -26,6 +27,9 @@ options ape-triplets "$@"
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=${CORPUS:-$here/../../shared/data/lo-ende}
 read -r -a sizes <<< "${MT_SIZES:---emb-size 256 --enc-size 256 --dec-size 512}"
+folds=${FOLDS:-5}
+[[ $folds =~ ^[0-9]+$ ]] && [ "$folds" -ge 2 ] || { echo "error: FOLDS: a whole number of folds >= 2, got '$folds'" >&2
+                                                   exit 2; }
 
 tokenise() { py 'import sys
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -36,18 +40,23 @@ for line in open(sys.argv[1], encoding="utf-8"):
 input CORPUS "$corpus"/{train,dev,test}.{en,de}
 inputs_found
 
-stage "1. halves of the training data"
+stage "1. $folds folds of the training data, and what lies outside each"
 [ -d "$work/text" ] || step mkdir -p "$work/text"
 lines=$(wc -l < "$corpus/train.en" 2>/dev/null || echo 0)
-half=$(( (lines + 1) / 2 ))
-for side in en de; do
-  into "$work/text/A.$side" head -n "$half" "$corpus/train.$side"
-  into "$work/text/B.$side" tail -n "+$((half + 1))" "$corpus/train.$side"
-  into "$work/text/all.$side" cat "$corpus/train.$side"
+size=$(( (lines + folds - 1) / folds ))  # fold k: lines (k - 1) * size + 1 to k * size
+parts=()
+for k in $(seq "$folds"); do
+  range="$(( (k - 1) * size + 1 )),$(( k * size ))"
+  for side in en de; do
+    into "$work/text/fold$k.$side" sed -n "${range}p" "$corpus/train.$side"
+    into "$work/text/without$k.$side" sed "${range}d" "$corpus/train.$side"
+  done
+  parts+=("without$k")
 done
+for side in en de; do into "$work/text/all.$side" cat "$corpus/train.$side"; done
 
-stage "2. an MT model on each half and one on all the training data"
-for part in A B all; do
+stage "2. an MT model without each fold, and one on all the training data"
+for part in "${parts[@]}" all; do
   [ -f "$work/mt-$part/data/manifest.json" ] || step nmtkit preprocess --train "$work/text/$part" \
     --valid "$corpus/dev" --src en --tgt de --vocab spm:8000 --max-len 80 -o "$work/mt-$part/data"
   train "$work/mt-$part/model" --data "$work/mt-$part/data" --arch rnnsearch "${sizes[@]}" \
@@ -55,18 +64,21 @@ for part in A B all; do
     --patience 0 --device "$device"
 done
 
-stage "3. real MT output: each half by the other half's model, dev and test by the model of all"
+stage "3. real MT output: each fold by the model that did not see it, dev and test by the model of all"
 translate() {  # translate MODEL INPUT OUTPUT
   into "$3" nmtkit translate -m "$1" --beam "${MT_BEAM:-5}" --device "$device" -i "$2"
 }
-translate "$work/mt-B/model/best.pt" "$work/text/A.en" "$work/text/A.mt"
-translate "$work/mt-A/model/best.pt" "$work/text/B.en" "$work/text/B.mt"
+translated=()
+for k in $(seq "$folds"); do
+  translate "$work/mt-without$k/model/best.pt" "$work/text/fold$k.en" "$work/text/fold$k.mt"
+  translated+=("$work/text/fold$k.mt")
+done
 translate "$work/mt-all/model/best.pt" "$corpus/dev.en" "$work/text/dev.mt"
 translate "$work/mt-all/model/best.pt" "$corpus/test.en" "$work/text/test.mt"
 
 stage "4. triplets, tokenised"
 [ -d "$work/triplets" ] || step mkdir -p "$work/triplets"
-into "$work/text/train.mt" cat "$work/text/A.mt" "$work/text/B.mt"
+into "$work/text/train.mt" cat "${translated[@]}"
 for split in train dev test; do
   raw=$corpus/$split; [ "$split" = train ] && raw=$work/text/all
   into "$work/triplets/$split.src" tokenise "$raw.en"

@@ -31,11 +31,11 @@ def command(input_path, cnn_weights, features, **options):
 
         if input_path:
             raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
-        given = FeatureSource(load_features(features, f"--features {features}"))
+        given = FeatureSource(load_features(features, f"--features {features}"), name=f"--features {features}")
 
         def rows(loaded, path, name):
             check_captioner(loaded, path)
-            check_features(loaded, given.stream, given.features, f"--features {features}")
+            check_features(loaded, given.stream, given.features, given.name)
             return given
 
         decode(rows, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)

@@ -94,40 +94,35 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     captioning model; one file per input of a model with several); with ``tab_refs`` every reference of a line
     counts, paired with that line's inputs."""
     from nmtkit.data.batching import make_batch
-    from nmtkit.data.captions import load_features
-    from nmtkit.data.edits import edit_operations
+    from nmtkit.data.images import FEATURE_SUFFIXES, load_features
     from nmtkit.data.text import check_parallel, count_lines, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
     from nmtkit.search.sources import (
         FeatureSource,
-        StreamSources,
-        check_features,
         check_input_count,
+        line_text,
         model_sources,
+        read_inputs,
         sort_length,
         stack_inputs,
     )
 
-    features = len(src_paths) == 1 and Path(src_paths[0]).suffix in (".npy", ".h5", ".hdf5")  # precomputed
-    if not features:
-        check_parallel(*src_paths, ref_path)
+    given = [p for p in src_paths if Path(p).suffix in FEATURE_SUFFIXES]  # the features of a model's image input
+    texts = [p for p in src_paths if p not in given]
+    if len(given) > 1:
+        raise NmtkitError(f"--src: {len(given)} feature files ({', '.join(given)}); a model reads one", exit_code=2)
+    if texts:
+        check_parallel(*texts, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
-    if features:
-        if loaded.model.inputs != ("image",):
-            raise NmtkitError(f"--src {src_paths[0]}: features are for captioning models; this "
-                              f"{loaded.config['arch']} model reads text", exit_code=2)
-        given = FeatureSource(load_features(src_paths[0], f"--src {src_paths[0]}", count_lines(ref_path)))
-        check_features(loaded, given.stream, given.features, f"--src {src_paths[0]}")
-        sources, lines = StreamSources([given], src_paths[0]), given.lines()
-    else:
-        check_input_count(loaded, len(src_paths), "--src")
-        sources = model_sources(loaded, model_path, src_paths, max_input_len=None, truncate=False)
-        lines = zip(*([line.encode() for line in read_lines(p)] for p in src_paths))
-    # a post-editing model's outputs are the edit operations turning its MT input into the reference
-    edited = loaded.model.inputs.index(loaded.ape_edits) if loaded.ape_edits else None
+    rows = FeatureSource(load_features(given[0], f"--src {given[0]}", count_lines(ref_path)),
+                         name=f"--src {given[0]}") if given else None
+    check_input_count(loaded, len(texts), "--src", features=rows is not None)
+    sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, truncate=False)
+    lines = zip(*([line.encode() for line in read_lines(p)] for p in texts)) if texts else rows.lines()
+    form, fields_of = loaded.output_form, {s: k for k, s in enumerate(read_inputs(loaded, rows is not None))}
     pairs, waiting = [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
@@ -138,9 +133,9 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
             sources.finish(waiting)
             waiting = []
         for ref in refs.split("\t") if tab_refs else [refs]:
-            if edited is not None:
+            if form.reads:  # the target sequence of the reference in the model's output form
                 try:
-                    ref = edit_operations(fields[edited].decode(), ref)
+                    ref = form.target(ref, {s: line_text(n, fields[fields_of[s]]) for s in form.reads})
                 except ValueError as e:
                     raise NmtkitError(f"{ref_path}:{n + 1}: {e}") from None
             pairs.append((inputs, loaded.tgt_vocab.encode(ref)))

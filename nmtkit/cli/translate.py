@@ -137,7 +137,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
             from nmtkit.data.text import count_lines
 
             count = count_lines(input_paths[0]) if input_paths else None
-            rows = FeatureSource(load_features(features, f"--features {features}", count), name=features)
+            rows = FeatureSource(load_features(features, f"--features {features}", count), name=f"--features {features}")
         made = model_sources(loaded, model_path, names, max_input_len, cnn_weights, rows)
         texts.append([s for s in made.sources.values() if isinstance(s, TextSource)])
         return made
@@ -192,17 +192,17 @@ def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterabl
     return zip(*opened) if len(opened) > 1 else opened[0]
 
 
-def post_edits(loaded: LoadedModel) -> Optional[PostProcess]:
-    """For a model whose outputs are edit operations on one of its inputs (automatic post-editing): what turns
-    an output into the post-edited text of that input; None for other models."""
-    stream = loaded.ape_edits
-    if not stream:
+def as_text(loaded: LoadedModel) -> Optional[PostProcess]:
+    """What turns a model's output into text in its output form, with the line's raw inputs that the form reads
+    (e.g. the edit operations of automatic post-editing applied to the MT input); None where outputs are text."""
+    form = loaded.output_form
+    if not form.reads:
         return None
-    from nmtkit.data.edits import apply_edits
     from nmtkit.search.sources import line_text
 
-    k = loaded.model.inputs.index(stream)
-    return lambda index, fields, ops, hypothesis: apply_edits(line_text(index, fields[k]), ops)
+    fields_of = {stream: loaded.model.inputs.index(stream) for stream in form.reads}
+    return lambda index, fields, output, hypothesis: form.text(
+        output, {stream: line_text(index, fields[k]) for stream, k in fields_of.items()})
 
 
 def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len: Optional[int]):
@@ -342,7 +342,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
                           torch.Generator(dev).manual_seed(1 if seed is None else seed))
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size,
                          attention=bool(attention_out or rewrite), sampler=sampler)
-    postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, post_edits(loaded)) if step])
+    postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, as_text(loaded)) if step])
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0
     with ExitStack() as files:

@@ -7,7 +7,7 @@ tokens of the raw text.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Sequence
 
 KEEP = "<keep>"
 DELETE = "<delete>"
@@ -69,15 +69,3 @@ def apply_edits(mt: str, ops: str) -> str:
                 out.append(words[i])
             i += 1
     return " ".join(out + words[i:])
-
-
-def edits_to_text(hypotheses: Sequence[str], mt_lines: Sequence[str]) -> list[str]:
-    """Each hypothesis (edit operations) applied to its MT line (:func:`apply_edits`)."""
-    if len(hypotheses) != len(mt_lines):
-        raise ValueError(f"{len(hypotheses)} hypotheses for {len(mt_lines)} MT lines")
-    return [apply_edits(mt, ops) for mt, ops in zip(mt_lines, hypotheses)]
-
-
-def ape_stream(manifest: Mapping) -> Optional[str]:
-    """The input stream whose words a corpus' targets edit (``preprocess --ape-edits``), or None for text targets."""
-    return manifest.get("options", {}).get("ape_edits")

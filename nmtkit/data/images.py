@@ -155,12 +155,15 @@ class ImageSpec:
         return cnn.eval().to(self.device)
 
 
+FEATURE_SUFFIXES = (".npy", ".h5", ".hdf5")  #: files of precomputed features, as :func:`load_features` reads them
+
+
 def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
     """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
     ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``)."""
     path = Path(path)
     try:
-        if path.suffix in (".h5", ".hdf5"):
+        if path.suffix in FEATURE_SUFFIXES[1:]:
             import h5py
             with h5py.File(path, "r") as f:
                 array = f["features"][()]

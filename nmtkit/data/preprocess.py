@@ -12,10 +12,11 @@ from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from nmtkit.data.edits import DELETE, KEEP, edit_operations
+from nmtkit.data.edits import DELETE, KEEP
 from nmtkit.data.folders import CORPUS, atomic_folder, check_output_folder
 from nmtkit.data.images import IMAGE, ImageSpec, SplitFeatures, image_paths
 from nmtkit.data.manifest import FORMAT_VERSION, MANIFEST, file_record
+from nmtkit.data.output_form import OutputForm
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.text import (
@@ -31,7 +32,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, progress, warn
 
 VOCAB_KINDS = ("spm", "spm-unigram", "spm-bpe", "word")
-EDITS_FOLDER = ".edits"  # the edit operations of --ape-edits, inside the corpus folder while it is written
+TARGETS_FOLDER = ".targets"  # targets in an output form other than text, inside the corpus folder while it is written
 FAR_SMALLER = 0.9  # warn when a built vocabulary has fewer entries than this fraction of the size asked
 
 
@@ -141,15 +142,17 @@ def kept_whole(found: Iterable[Optional[np.ndarray]], split: str) -> Iterator[Op
                           "with its references)") from None
 
 
-def write_edit_targets(mt: Path, pe: Path, out: Path) -> Path:
-    """Write, line by line, the edit operations turning each line of ``mt`` into the same line of ``pe`` to ``out``.
-    A post-edit word that no operation can express is an error naming ``pe:line``."""
+def write_targets(form: OutputForm, inputs: Mapping[str, Path], reference: Path, out: Path) -> Path:
+    """Write to ``out``, line by line, the target sequence of each line of ``reference`` in the output ``form``,
+    given the same line of the ``inputs`` files it reads. A reference the form cannot express is an error naming
+    ``reference:line``."""
+    streams = list(form.reads)
     with open(out, "w", encoding="utf-8", newline="\n") as f:
-        for lineno, (mt_line, pe_line) in enumerate(zip(iter_lines(mt), iter_lines(pe)), 1):
+        for lineno, (ref, *fields) in enumerate(zip(iter_lines(reference), *(iter_lines(inputs[s]) for s in streams)), 1):
             try:
-                f.write(edit_operations(mt_line, pe_line) + "\n")
+                f.write(form.target(ref, dict(zip(streams, fields))) + "\n")
             except ValueError as e:
-                raise NmtkitError(f"{pe}:{lineno}: {e}") from None
+                raise NmtkitError(f"{reference}:{lineno}: {e}") from None
     return out
 
 
@@ -315,12 +318,14 @@ class _MultimodalPart:
         return {IMAGE: name}
 
 
-def _edit_targets(tmp: Path, files: Mapping[str, Mapping[str, Path]], mt: str) -> dict[str, dict[str, Path]]:
-    """``files`` with every split's target replaced by its edit operations from the stream ``mt``, written into
-    the folder ``EDITS_FOLDER`` of ``tmp``."""
-    folder = tmp / EDITS_FOLDER
+def _form_targets(tmp: Path, files: Mapping[str, Mapping[str, Path]], form: OutputForm) -> dict[str, dict[str, Path]]:
+    """``files`` with every split's target replaced by its target sequences in the output ``form`` (unless text),
+    written into the folder ``TARGETS_FOLDER`` of ``tmp``."""
+    if not form.reads:
+        return {split: dict(paths) for split, paths in files.items()}
+    folder = tmp / TARGETS_FOLDER
     folder.mkdir()
-    return {split: {**paths, TARGET: write_edit_targets(paths[mt], paths[TARGET], folder / split)}
+    return {split: {**paths, TARGET: write_targets(form, paths, paths[TARGET], folder / split)}
             for split, paths in files.items()}
 
 
@@ -328,7 +333,8 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
                   suffixes: Mapping[str, str], vocab: VocabSpec, max_len: Optional[int], shard_size: int,
                   ape_edits: Optional[str], images: Optional[_MultimodalPart] = None) -> None:
     """Vocabularies, shards, held-out text (and image lists) and the manifest, into the folder ``tmp``."""
-    encoded = _edit_targets(tmp, files, ape_edits) if ape_edits else files
+    form = OutputForm(ape_edits)
+    encoded = _form_targets(tmp, files, form)
     vocabs = build_vocabs(vocab, encoded["train"])
     streams = {stream: save_token_stream(tmp, stream, v, suffixes[stream]) for stream, v in vocabs.items()
                if stream != TARGET}
@@ -339,7 +345,7 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
         "format": FORMAT_VERSION, "streams": streams,
         "options": {"max_len": max_len, "shard_size": shard_size,
                     "vocab": f"{vocab.kind}:{vocab.size}" if not vocab.src_file else str(vocab.src_file),
-                    **({"ape_edits": ape_edits} if ape_edits else {}), **(images.made.record() if images else {})},
+                    **form.record(), **(images.made.record() if images else {})},
         "splits": {},
     }
     for name, paths in files.items():
@@ -352,6 +358,6 @@ def _write_corpus(tmp: Path, files: Mapping[str, Mapping[str, Path]], counts: Ma
             info["reference"] = raw.pop(TARGET)
             info["inputs"] = {**raw, **(images.write_inputs(tmp, name) if images else {})}
         manifest["splits"][name] = info
-    if ape_edits:
-        shutil.rmtree(tmp / EDITS_FOLDER)
+    if form.reads:
+        shutil.rmtree(tmp / TARGETS_FOLDER)
     write_manifest(tmp, manifest)

@@ -23,6 +23,7 @@ import h5py
 import numpy as np
 
 from nmtkit.data.manifest import read_manifest
+from nmtkit.data.output_form import OutputForm
 from nmtkit.data.streams import FEATURES, TARGET, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.data.text import PathLike, atomic_output, read_lines, reference_streams
 from nmtkit.data.vocab import Vocab, load_vocab
@@ -148,6 +149,11 @@ class Corpus:
     def meta(self) -> CorpusMeta:
         return CorpusMeta({name: StreamInfo(s["kind"], int(s["size"]), s.get("lang", ""))
                            for name, s in self.manifest["streams"].items()})
+
+    @property
+    def output_form(self) -> OutputForm:
+        """What the corpus' targets are (text, or edit operations on an input)."""
+        return OutputForm.of(self.manifest.get("options", {}))
 
     @property
     def tgt_vocab(self) -> Vocab:

@@ -148,8 +148,9 @@ class ImageSource:
 
 
 class FeatureSource:
-    """Rows of a precomputed feature array ``[images, grid, D]`` (``caption --features``, ``translate --features``):
-    line i is row i, whatever the line holds (it reads no field of it); a line past the last row has none."""
+    """Rows of a precomputed feature array ``[images, grid, D]`` (``caption --features``, ``translate --features``,
+    ``score --src``): line i is row i, whatever the line holds (it reads no field of it); a line past the last row has
+    none. ``name`` is the option and file that gave them, for messages."""
 
     problem, reads_field = "without features", False
 
@@ -296,8 +297,8 @@ def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: 
         else FeatureSource(features.features, stream, features.name)
         for stream in loaded.model.inputs]
     if features is not None:
-        check_features(loaded, features.stream, features.features, f"--features {features.name}")
-    return StreamSources(sources, " + ".join(dict.fromkeys(names)))
+        check_features(loaded, features.stream, features.features, features.name)
+    return StreamSources(sources, " + ".join(dict.fromkeys(names)) or (features.name if features else "<stdin>"))
 
 
 def check_captioner(loaded, model_path: str) -> None:

@@ -8,7 +8,6 @@ from typing import Optional
 import torch
 
 from nmtkit.data.batching import example_lengths, examples_batch
-from nmtkit.data.edits import ape_stream, edits_to_text
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.streams import TARGET
 from nmtkit.data.text import read_lines
@@ -66,10 +65,6 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
 
 
 def as_text(corpus: Corpus, hyps: list[str]) -> list[str]:
-    """Validation hypotheses as text: those of an APE corpus (edit operations) applied to the raw validation input
-    they edit; others as they are."""
-    stream = ape_stream(corpus.manifest)
-    if not stream:
-        return hyps
-    mt = read_lines(corpus.folder / corpus.manifest["splits"]["valid"]["inputs"][stream])
-    return edits_to_text(hyps, mt[:len(hyps)])
+    """Validation hypotheses as text, in the corpus' output form (with the raw validation inputs it reads)."""
+    form, raw = corpus.output_form, corpus.manifest["splits"]["valid"]["inputs"]
+    return form.texts(hyps, {stream: read_lines(corpus.folder / raw[stream]) for stream in form.reads})

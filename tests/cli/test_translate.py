@@ -353,6 +353,12 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
         for i in range(2):  # the image attention reads each line's own features
             assert np.allclose(p[i]["attention"]["source.image"], f[i]["attention"]["source.image"], atol=1e-6)
             assert p[i]["input_tokens"] == f[i]["input_tokens"] == {"image": ["r0c0", "r0c1", "r1c0", "r1c1"]}
+
+    def ppl(*src):  # score reads the image input from paths or from a features file, the same way
+        return run(["score", "--metric", "ppl", "-m", ckpt, *[x for s in src for x in ("--src", s)], "-r",
+                    root / "data" / "test.de", "--score-only"]).stdout
+
+    assert ppl(en, img) == ppl(en, tmp_path / "test.npy") == ppl(tmp_path / "test.npy", en)
     np.save(tmp_path / "short.npy", rows[:1])
     r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "short.npy", "-o", tmp_path / "o"], ok=False)
     assert r.exit_code == 2 and "expected an array [2 images, grid, D]" in r.stderr and not (tmp_path / "o").exists()

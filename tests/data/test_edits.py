@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from nmtkit.data.edits import DELETE, KEEP, ape_stream, apply_edits, edit_operations, edits_to_text
+from nmtkit.data.edits import DELETE, KEEP, apply_edits, edit_operations
 
 PAIRS = [
     ("the cat sat", "the cat sat"),  # identical
@@ -86,14 +86,3 @@ def test_ill_formed_operations_are_repaired():
     assert apply_edits("a b c", f"{DELETE} y") == "y b c"  # too short
     assert apply_edits("a b c", "") == "a b c"  # empty
     assert apply_edits("", f"{KEEP} z {DELETE}") == "z"
-
-
-def test_edits_to_text_applies_each_hypothesis_to_its_line():
-    assert edits_to_text([f"{KEEP} b", f"{DELETE} x"], ["a", "c d"]) == ["a b", "x d"]
-    with pytest.raises(ValueError, match="2 hypotheses for 1 MT lines"):
-        edits_to_text([KEEP, KEEP], ["a"])
-
-
-def test_ape_stream_reads_the_manifest_option():
-    assert ape_stream({"options": {"ape_edits": "mt"}}) == "mt"
-    assert ape_stream({"options": {}}) is None and ape_stream({}) is None

@@ -4,13 +4,10 @@ import re
 import sys
 
 import pytest
-import torch
 
-from nmtkit.data.batching import make_batch
-from nmtkit.data.streams import CorpusMeta
-from nmtkit.models import build_model
 from nmtkit.models.registry import MODELS
 from tests.conftest import TINY_MODEL, run
+from tests.models import test_contract as contract
 
 DOCS = __import__("pathlib").Path(__file__).parents[2] / "docs" / "adding-a-model.md"
 
@@ -34,16 +31,15 @@ def toy_plugin(tmp_path, monkeypatch):
     registry._plugins_loaded.discard("mymodels.toy_gru")
 
 
-def test_the_example_forward_equals_step_by_step_decoding(toy_plugin):
-    torch.manual_seed(0)
-    model = build_model({"arch": "toy-gru"}, CorpusMeta.text(20, 15)).eval()
-    b = make_batch([[5, 6, 7], [8]], [[4, 5], [6, 7, 8]])
-    with torch.no_grad():
-        logits = torch.log_softmax(model(b).logits, -1)
-        state = model.encode(b)
-        for t in range(b.tgt_in.size(1)):
-            lp, state, _ = model.decode_step(b.tgt_in[:, t], state)
-            assert torch.allclose(lp, logits[:, t], atol=1e-6)
+@pytest.mark.parametrize("check", [contract.test_teacher_forced_forward_equals_step_by_step_decoding,
+                                   contract.test_reorder_moves_every_state,
+                                   contract.test_a_sentence_does_not_depend_on_its_batch], ids=lambda f: f.__name__)
+def test_the_example_keeps_the_contract_of_every_architecture(toy_plugin, check):
+    check("toy-gru")  # what tests/models/test_contract.py checks of every registered architecture
+
+
+def test_the_example_survives_a_checkpoint_round_trip(toy_plugin, tmp_path):
+    contract.test_a_checkpoint_round_trip_gives_the_same_model("toy-gru", tmp_path)
 
 
 def test_the_example_trains_and_translates_through_the_cli(toy_plugin, corpus_dir, tmp_path):

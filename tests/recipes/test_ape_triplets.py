@@ -1,4 +1,5 @@
-"""recipes/ape_triplets.sh end to end on a tiny corpus of numbers (three tiny MT models, real MT output, triplets),
+"""recipes/ape_triplets.sh end to end on a tiny corpus of numbers (three folds: four tiny MT models, real MT output,
+triplets),
 its resumption (a stopped training too), its --dry-run and --gpus, and its one-line errors."""
 from pathlib import Path
 
@@ -10,9 +11,9 @@ from tests.recipes.mirror import run_recipe
 RECIPE = Path(__file__).parents[2] / "recipes" / "ape_triplets.sh"
 
 
-def recipe(corpus, work, *args):
+def recipe(corpus, work, *args, folds="3"):
     return run_recipe(RECIPE, work, *args, CORPUS=str(corpus), MT_SIZES="--emb-size 8 --enc-size 8 --dec-size 8",
-                      MT_STEPS="3", MT_BEAM="1", MT_BATCH="8", DEVICE="cpu")
+                      MT_STEPS="3", MT_BEAM="1", MT_BATCH="8", DEVICE="cpu", FOLDS=folds)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +34,13 @@ def test_triplets_pair_real_mt_output_with_the_human_translation(built):
         assert len(src) == len(mt) == len(pe) == n
         human = (corpus / f"{split}.de").read_text().split("\n")[:-1]
         assert pe == human  # numbers in words: the 13a tokeniser leaves them as they are
-    halves = [(work / "text" / f"{h}.mt").read_text() for h in "AB"]
-    assert (work / "text" / "train.mt").read_text() == "".join(halves)
+    train = (corpus / "train.en").read_text().split("\n")[:-1]
+    for k, lines in enumerate((train[:14], train[14:28], train[28:]), 1):  # jackknifing: 40 lines in 3 folds
+        assert (work / "text" / f"fold{k}.en").read_text().split("\n")[:-1] == lines
+        outside = (work / "text" / f"without{k}.en").read_text().split("\n")[:-1]
+        assert sorted(outside + lines) == sorted(train) and not set(outside) & set(lines)
+    folds = [(work / "text" / f"fold{k}.mt").read_text() for k in (1, 2, 3)]
+    assert (work / "text" / "train.mt").read_text() == "".join(folds)
     lines = r.stdout.splitlines()
     assert lines[0].startswith("== do nothing") and lines[1].startswith("dev   HTER ") and "BLEU" in lines[2]
 
@@ -44,22 +50,29 @@ def test_a_second_run_skips_what_is_done_and_a_stopped_training_resumes(built):
     again = recipe(corpus, work)
     assert again.returncode == 0 and "parameters on" not in again.stderr and "translated" not in again.stderr
     assert again.stdout == first.stdout
-    (work / "mt-A" / "model" / "done").unlink()  # as if its training had been stopped: it goes on with --resume
+    (work / "mt-without1" / "model" / "done").unlink()  # as if its training had been stopped: it goes on with --resume
     dry = recipe(corpus, work, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     trains = [line for line in dry.stdout.splitlines() if " train " in f" {line} "]
-    assert len(trains) == 1 and "mt-A/model " in trains[0] and trains[0].rstrip().endswith("--resume")
+    assert len(trains) == 1 and "mt-without1/model " in trains[0] and trains[0].rstrip().endswith("--resume")
     assert "preprocess" not in dry.stdout and "translate" not in dry.stdout
 
 
-def test_a_dry_run_shows_which_model_translates_which_half(tmp_path, built):
+@pytest.mark.parametrize("folds", [2, 5])
+def test_a_dry_run_shows_which_model_translates_which_fold(tmp_path, built, folds):
     corpus, _, _ = built
-    r = recipe(corpus, tmp_path / "w", "--dry-run")
+    r = recipe(corpus, tmp_path / "w", "--dry-run", folds=str(folds))
     assert r.returncode == 0, r.stderr
     translations = [line for line in r.stdout.splitlines() if line.startswith("nmtkit translate")]
-    assert [t.split()[3].split("/")[-3] for t in translations] == ["mt-B", "mt-A", "mt-all", "mt-all"]
-    assert [t.split()[-1].split("/")[-1] for t in translations] == ["A.mt", "B.mt", "dev.mt", "test.mt"]
+    assert [t.split()[3].split("/")[-3] for t in translations] == [f"mt-without{k}" for k in range(1, folds + 1)] + [
+        "mt-all", "mt-all"]
+    assert [t.split()[-1].split("/")[-1] for t in translations] == [f"fold{k}.mt" for k in range(1, folds + 1)] + [
+        "dev.mt", "test.mt"]
     assert not (tmp_path / "w").exists()
+    for bad in ("1", "two"):
+        r = recipe(corpus, tmp_path / "w", folds=bad)
+        assert r.returncode == 2 and r.stderr == f"error: FOLDS: a whole number of folds >= 2, got '{bad}'\n"
+        assert not (tmp_path / "w").exists()
 
 
 def test_gpus_train_each_mt_model_under_torchrun(tmp_path, built):
@@ -67,8 +80,9 @@ def test_gpus_train_each_mt_model_under_torchrun(tmp_path, built):
     r = recipe(corpus, tmp_path / "w", "--dry-run", "--gpus", "2")
     assert r.returncode == 0, r.stderr
     trains = [line for line in r.stdout.splitlines() if " train " in f" {line} "]
-    assert len(trains) == 3 and all(t.startswith("torchrun --nproc-per-node 2 -m nmtkit train") for t in trains)
-    assert [t.split("--save-dir ")[1].split()[0].split("/")[-2] for t in trains] == ["mt-A", "mt-B", "mt-all"]
+    assert len(trains) == 4 and all(t.startswith("torchrun --nproc-per-node 2 -m nmtkit train") for t in trains)
+    assert [t.split("--save-dir ")[1].split()[0].split("/")[-2] for t in trains] == [
+        "mt-without1", "mt-without2", "mt-without3", "mt-all"]
     bad = recipe(corpus, tmp_path / "w", "--gpus", "two")
     assert bad.returncode == 2 and "--gpus" in bad.stderr and not (tmp_path / "w").exists()
 
@@ -84,9 +98,9 @@ def test_a_failed_step_stops_the_recipe_with_one_line(tmp_path, built):
     r = recipe(broken, tmp_path / "w")
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: step 2. an MT model on each half and one on all the training data failed: "
+    assert last.startswith("error: step 2. an MT model without each fold, and one on all the training data failed: "
                            "nmtkit preprocess"), last
-    assert not (tmp_path / "w" / "mt-A" / "model").exists()
+    assert not (tmp_path / "w" / "mt-without1" / "model").exists()
 
 
 def test_a_corpus_folder_is_needed(tmp_path):
