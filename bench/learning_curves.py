@@ -1,7 +1,7 @@
 """Validation BLEU per epoch of training runs, as one figure (multi-source-attention.txt Fig. 1).
 
 Usage: learning_curves.py OUT.png TRAIN_EXAMPLES BATCH_SIZE NAME=RUN/train.jsonl ...
-An epoch is TRAIN_EXAMPLES / BATCH_SIZE updates. Runs given under one NAME (seeds) are drawn as their mean with
+An epoch is TRAIN_EXAMPLES / BATCH_SIZE updates; with TRAIN_EXAMPLES 0 the curves are drawn against updates. Runs given under one NAME (seeds) are drawn as their mean with
 the range between the lowest and highest as a band. Prints each run's curve and each NAME's mean.
 """
 import json
@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main(out: str, examples: str, batch: str, *runs: str) -> None:
-    per_epoch = int(examples) / int(batch)
+    """Draw the curves of ``runs`` (NAME=TRAIN.JSONL) into ``out``."""
+    per_epoch = int(examples) / int(batch) if int(examples) else 1.0
     curves: dict[str, list[tuple[list[float], list[float]]]] = {}
     for spec in runs:
         name, _, path = spec.partition("=")
@@ -31,7 +32,7 @@ def main(out: str, examples: str, batch: str, *runs: str) -> None:
         if len(seeds) > 1:
             ax.fill_between(epochs, bleu.min(0), bleu.max(0), color=line.get_color(), alpha=0.15)
         print(f"{name} mean: " + ", ".join(f"{e:.1f}:{b:.1f}" for e, b in zip(epochs, bleu.mean(0))))
-    ax.set_xlabel("epochs")
+    ax.set_xlabel("epochs" if int(examples) else "updates")
     ax.set_ylabel("validation BLEU")
     ax.legend()
     ax.grid(alpha=0.3)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Multi-source attention (issue 16): automatic post-editing on real triplets and multimodal translation on emoji.
-# Usage: bench/multi_source.sh ape|mmt|speed
+# Usage: bench/multi_source.sh ape|mmt|enfr|enfr-compare|speed
 #   ape:   the triplets of recipes/ape_triplets.sh (RUNS/ape/triplets: LibreOffice help en-de, real MT output of
 #          rnnsearch models that never saw the lines), preprocessed with --ape-edits mt; the do-nothing baseline
 #          (MT as it is); then multi-source with the MT output alone (--encoders mt: the single-source model), concat,
@@ -11,6 +11,15 @@
 #          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
 #          (conditional GRU, as the paper), STEPS (default 1500) updates each, validation every 100 updates (about
 #          an epoch); test BLEU (beam 5); learning curves (validation BLEU per epoch) in bench/figures
+#   enfr:  English and French into German (../shared/data/lo-enfrde, LibreOffice help triples; one joint
+#          SentencePiece model of 8,000 pieces, ENFR_VOCAB): ENFR_CONFIGS (default all of en fr concat flat hierarchical
+#          flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical) for each seed of SEEDS,
+#          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
+#          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
+#          t-* multi-source-transformer (t-en: single source) at 3+3 layers, d 256; test BLEU/chrF (beam 5), the
+#          outputs kept in OUTPUTS/enfr (default bench/outputs, tracked); a system whose output is there is skipped
+#   enfr-compare: `nmtkit compare` of every enfr system against the best single source (by mean test BLEU), the
+#          learning curves in bench/figures/enfr_curves.png, and the diagnostics of each run at its last log
 #   speed: in two rounds, training tok/s of each APE strategy and the single-source model (median of the 25-step
 #          windows after step 50 of 150-step runs), and decoding sent/s of the multimodal models (mmt, seed 1: the
 #          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
@@ -21,6 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
 runs=${RUNS:-$here/runs}
+outputs=${OUTPUTS:-$here/outputs}  # test outputs kept in git (enfr)
 what=${1:-ape}
 threads=${THREADS:-2}
 export OMP_NUM_THREADS=$threads
@@ -129,6 +139,47 @@ EOF2
       echo "round $round decoding $name: $(grep -o 'translated .*' "$mmt/speed.$name.log")"
     done
   done ;;
+enfr)
+  dir=$runs/enfr corpus=$shared/data/lo-enfrde
+  mkdir -p "$dir" "$outputs/enfr"
+  [ -f "$dir/data/manifest.json" ] || nmtkit preprocess --train "$corpus/train" --valid "$corpus/dev" \
+    --test "$corpus/test" --src en=en --src fr --tgt de --vocab "${ENFR_VOCAB:-spm:8000}" --max-len 80 -o "$dir/data" 2> "$dir/data.log"
+  transformer=(--arch multi-source-transformer --d-model 256 --ffn-size 1024 --heads 4 --enc-layers 3 --dec-layers 3
+               --dropout 0.1 --label-smoothing 0.1 --batch-type tokens --batch-size 2048 --optimizer adam --lr 0.0015
+               --lr-schedule inverse-sqrt --warmup-steps 500 --clip-norm 1.0 --threads "$threads" --patience 0)
+  declare -A enfr_configs=([en]="--encoders en" [fr]="--encoders fr" [concat]="--combination concat"
+    [flat]="--combination flat" [hierarchical]="--combination hierarchical"
+    [flat-sentinel]="--combination flat --sentinel" [hierarchical-sentinel]="--combination hierarchical --sentinel"
+    [t-en]="--encoders en" [t-serial]="--combination serial" [t-parallel]="--combination parallel"
+    [t-flat]="--combination flat" [t-hierarchical]="--combination hierarchical")
+  all="en fr concat flat hierarchical flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical"
+  for seed in ${SEEDS:-1}; do
+    for name in ${ENFR_CONFIGS:-$all}; do
+      [ -n "${enfr_configs[$name]:-}" ] || { echo "error: ENFR_CONFIGS: unknown system $name ($all)" >&2; exit 2; }
+      run=$dir/$name.s$seed kept=$outputs/enfr/$name.s$seed.de
+      [ -s "$kept" ] && continue  # done in an earlier sitting
+      read -r -a extra <<< "${enfr_configs[$name]} ${OPTIONS:-}"
+      model=("${sizes[@]}" --batch-size 64 --decoder-cell cgru); [[ $name == t-* ]] && model=("${transformer[@]}")
+      fresh "$run"
+      nmtkit train --data "$dir/data" --save-dir "$run" "${model[@]}" "${extra[@]}" --seed "$seed" \
+        --max-steps "${STEPS:-2000}" --valid-every 250 --valid-max-sentences 300 --log-every 50 --diagnostics \
+        2> "$run.log"
+      case $name in
+      en|t-en) inputs=(-i "$corpus/test.en") ;;
+      fr) inputs=(-i "$corpus/test.fr") ;;
+      *) inputs=(-i "$corpus/test.en" -i "$corpus/test.fr") ;;
+      esac
+      nmtkit translate -m "$run/last.pt" --beam 5 --batch-size 32 --threads "$threads" "${inputs[@]}" \
+        -o "$run.test.de" 2>> "$run.log"
+      cp "$run.test.de" "$kept"
+      echo "$name seed $seed: test BLEU $(nmtkit score --metric bleu -r "$corpus/test.de" -i "$kept" --score-only)" \
+           "chrF $(nmtkit score --metric chrf -r "$corpus/test.de" -i "$kept" --score-only)"
+    done
+  done ;;
+enfr-compare)
+  mkdir -p "$here/figures"
+  python "$here/multi_source_table.py" "$outputs/enfr" "$shared/data/lo-enfrde/test.de" "$runs/enfr" \
+    "$here/figures/enfr_curves.png" ;;
 *)
-  echo "usage: bench/multi_source.sh ape|mmt|speed" >&2; exit 2 ;;
+  echo "usage: bench/multi_source.sh ape|mmt|enfr|enfr-compare|speed" >&2; exit 2 ;;
 esac

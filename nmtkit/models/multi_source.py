@@ -29,7 +29,7 @@ from nmtkit.models.encoder import FeatureEncoder, TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import RNNDecoder, RNNDecoding
 from nmtkit.models.rnnsearch import RNN_OPTIONS
-from nmtkit.models.seq2seq import AttentionWeights, max_lengths
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput
 from nmtkit.models.state import DecoderState
 
 OPTIONS = RNN_OPTIONS + [
@@ -97,7 +97,6 @@ class MultiSource(RNNDecoding):
         texts = [name for name, (kind, _) in streams.items() if kind == TOKENS]
         if not texts:
             raise ValueError("multi-source needs a text input (for images alone: show-attend-tell)")
-        self.length_stream = texts[0]  # what the output length limit a·|x| + b scales with
         self.encoders = nn.ModuleDict({
             name: TextEncoder(size, emb_size, enc_size, dropout=dropout) if kind == TOKENS
             else FeatureEncoder(size, 2 * enc_size, dropout, feature_norm) for name, (kind, size) in streams.items()})
@@ -120,9 +119,46 @@ class MultiSource(RNNDecoding):
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
         return self.decoder.start(DecoderState(tensors, static=tensors))
 
-    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
-        """a·|x| + b over the first text input."""
-        return max_lengths(batch[self.length_stream].lengths, a, b)
+    def gradient_groups(self) -> dict[str, str]:
+        """Each encoder, each per-encoder projection and attention of the combination (``energy.K``: U_a^(k) or
+        U_b^(k); ``value.K``: U_c^(k); ``attention.K``: hierarchical's and concat's Eq. 1-3), the shared W and v of
+        the energies (``query``, ``scorer``), the sentinel gate, s_0's map, the decoder cell, the deep output and the
+        target embeddings."""
+        combination = self.decoder.combination
+        path = next(name for name, module in self.named_modules() if module is combination)
+        groups = {f"encoder.{name}": f"encoders.{name}" for name in self.inputs}
+        for kind, label in (("energy", "energy"), ("value", "value"), ("attentions", "attention")):
+            per_item = getattr(combination, kind, None)
+            if isinstance(per_item, nn.ModuleDict):
+                groups.update({f"{label}.{name}": f"{path}.{kind}.{name}" for name in per_item})
+        groups.update({"query": f"{path}.query", "scorer": f"{path}.v", "sentinel_gate": "decoder.sentinel",
+                       "init_state": "decoder.init_state", "cell": "decoder.cell", "readout": "decoder.readout",
+                       "target_embeddings": "tgt_emb"})
+        return groups
+
+    def diagnostics(self, batch: Batch, output: ModelOutput) -> dict[str, float]:
+        """Means over the batch's real target positions of: ``mass.K``, the weight of encoder (or sentinel) K in
+        the distribution over encoders (flat: the sum of its states' weights, Eq. 6; hierarchical: β^(k), Eq. 9);
+        ``context.K``, the norm of Σ_j α^(k)_j h^(k)_j, encoder K's states weighted by its attention (flat: scaled by
+        its mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings)."""
+        real = batch.tgt_out != PAD
+        stats = {}
+        over = output.attention.get("encoders")
+        if over is not None:
+            for k, label in enumerate(self.decoder.combination.labels):
+                stats[f"mass.{label}"] = float(over[..., k][real].float().mean())
+        was_training = self.training
+        self.eval()  # the encoders' states without dropout (the forward pass keeps none of its own)
+        try:
+            state = self.encode(batch)
+        finally:
+            self.train(was_training)
+        for k, name in enumerate(self.decoder.combination.names):
+            weights = output.attention["source" if k == 0 else f"source.{name}"].float()  # [B, T, S_k]
+            memory, mask = state[f"memory.{name}"].float(), state[f"mask.{name}"]
+            stats[f"context.{name}"] = float(torch.bmm(weights, memory).norm(dim=-1)[real].mean())
+            stats[f"states.{name}"] = float(memory.norm(dim=-1)[mask].mean())
+        return {key: round(value, 6) for key, value in stats.items()}
 
 
 def chosen_streams(config: Mapping, meta: CorpusMeta) -> dict[str, tuple[str, int]]:

@@ -48,9 +48,9 @@ class Seq2Seq(nn.Module):
       decoding conditions them; perplexity (Eq. 13) is computed from these. The same as
       ``forward`` unless training conditions on the reference otherwise (R̃ of rtatt/bitatt-rnn).
     - ``max_output_len(batch, a, b)``: each sentence's output length limit; a·|x| + b over the
-      ``src`` stream unless the model says otherwise (an image has no length).
+      model's first text input unless the model says otherwise (an image has no length).
 
-    A test checks that ``forward`` equals step-by-step ``decode_step`` for every model.
+    tests/models/test_contract.py holds every registered model to this interface.
     """
 
     #: Names (dotted suffixes) of the modules through which a component's output enters the rest of
@@ -125,8 +125,19 @@ class Seq2Seq(nn.Module):
         return list(tokens)
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
-        """The longest output ``[B]`` each sentence may get (``</s>`` excluded): a·|x| + b over ``src``."""
-        return max_lengths(batch["src"].lengths, a, b)
+        """The longest output ``[B]`` each sentence may get (``</s>`` excluded): a·|x| + b over the model's first text
+        input (a model without one overrides this)."""
+        return max_lengths(next(batch[n] for n in self.inputs if batch[n].is_tokens).lengths, a, b)
+
+    def gradient_groups(self) -> dict[str, str]:
+        """The parameter groups whose gradient norms ``train --diagnostics`` logs: name -> the dotted module path
+        their parameters' names start with. Default: the model's top-level modules."""
+        return {name: name for name, _ in self.named_children()}
+
+    def diagnostics(self, batch: Batch, output: ModelOutput) -> dict[str, float]:
+        """Statistics of a teacher-forced pass ``output`` of ``batch`` that ``train --diagnostics`` logs (say, the
+        attention each encoder receives), by name; default none."""
+        return {}
 
     def input_limit(self) -> Optional[int]:
         """The most tokens (``</s>`` excluded) of a text input the model can read, if it has a limit (a table of

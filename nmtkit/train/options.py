@@ -59,6 +59,9 @@ TRAIN_OPTIONS = [
     Option("max_len_a", 1.5, "validation output length limit a·|x| + b: a", allows=LENGTH_A),
     Option("max_len_b", 10, "validation output length limit a·|x| + b: b", allows=LENGTH_B),
     Option("log_every", 50, "log training loss, perplexity and speed every N updates", allows=POSITIVE),
+    Option("diagnostics", False, "also log, every --log-every updates, the gradient norm of each parameter group and "
+                                 "the model's own statistics (multi-source: the attention each encoder receives, its "
+                                 "context and state norms) into train.jsonl"),
     Option("seed", 1, "random seed (batch order, initialisation, dropout)", allows=Range(0, 2**32 - 1)),
     Option("device", "auto", "cpu, cuda, cuda:N, mps, or auto (a GPU if there is one)", allows=DEVICE),
     Option("amp", False, "automatic mixed precision (float16 on GPUs, bfloat16 on CPUs that have it natively, else "

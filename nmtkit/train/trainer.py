@@ -32,6 +32,7 @@ from nmtkit.metrics.perplexity import perplexity
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
+from nmtkit.train.diagnostics import gradient_norms
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.length_limits import check_length_limits
 from nmtkit.train.optim import (
@@ -112,6 +113,7 @@ class Trainer:
                  "where mixed precision is slower than float32; training in float32")
         self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
         self.run_log = RunLog(self.save_dir / "train.jsonl")
+        self.diagnostics: dict[str, float] = {}  # --diagnostics of the update to log next
         self.resumed = resume
 
     # -- starting points ------------------------------------------------------------
@@ -172,12 +174,13 @@ class Trainer:
         (forward) decoder, or None if the update was skipped (out of memory)."""
         tokens = sum(b.tgt_tokens for b in batches)
         nll_sum = torch.zeros((), device=self.device)
+        diagnose = self.config["diagnostics"] and (self.progress.step + 1) % self.config["log_every"] == 0
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             last = i == len(batches) - 1
             try:  # gradients are averaged across processes once, at the last batch
                 with self.net.no_sync() if self.dist.enabled and not last else contextlib.nullcontext():
-                    nll, loss = self._loss(batch)
+                    nll, loss = self._loss(batch, diagnose and last)
                     self.scaler.scale(loss / tokens).backward()
             except RuntimeError as e:
                 if not is_out_of_memory(e) or self.dist.enabled:
@@ -188,20 +191,28 @@ class Trainer:
                      " lower --batch-size or --max-len")
                 return None
             nll_sum += nll.detach()
-        if self.config["clip_norm"] > 0:
+        if self.config["clip_norm"] > 0 or diagnose:
             self.scaler.unscale_(self.optimizer)
+        if diagnose:  # before clipping: the gradients as the loss gives them
+            self.diagnostics.update({f"grad.{name}": norm for name, norm in
+                                     gradient_norms(self.model, self.model.gradient_groups()).items()})
+        if self.config["clip_norm"] > 0:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.config["clip_norm"])
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         return float(nll_sum)  # one host sync per update
 
-    def _loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def _loss(self, batch: Batch, diagnose: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """The forward decoder's summed negative log-likelihood of the gold tokens (what the log's loss and perplexity
         report: unsmoothed, comparable with validation's) and the loss to minimise: its label-smoothed cross-entropy,
-        the auxiliary decoders' (Eq. 20, 23) and any extra terms of the model."""
+        the auxiliary decoders' (Eq. 20, 23) and any extra terms of the model. With ``diagnose``, the model's
+        statistics of the pass join :attr:`diagnostics`."""
         with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None):
             out = self.net(batch)
+            if diagnose:
+                with torch.no_grad():
+                    self.diagnostics.update(self.model.diagnostics(batch, out))
             smoothing = self.config["label_smoothing"]
             loss, nll = cross_entropy_and_nll(out.logits, batch.tgt_out, smoothing=smoothing)
             for aux_logits, gold in out.auxiliary:
@@ -295,6 +306,8 @@ class Trainer:
         record = {"type": "train", "step": p.step, "epoch": p.epoch, "loss": round(loss, 5),
                   "ppl": round(perplexity(p.window_loss, p.window_tokens), 3), "tok_per_s": round(speed, 1),
                   "lr": self.schedule.lr, "elapsed_s": round(p.elapsed, 2)}
+        if self.diagnostics:
+            record["diagnostics"], self.diagnostics = self.diagnostics, {}
         if self.dist.is_main:
             bar.update(task, completed=p.step,
                        info=f"ep {p.epoch} loss {loss:.3f} ppl {record['ppl']:.1f} {speed:,.0f} tok/s lr {self.schedule.lr:.2g}")

@@ -6,10 +6,13 @@ import torch
 
 from nmtkit.checkpoint import save_checkpoint
 from nmtkit.data.batching import make_batch
+from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import WordVocab
+from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
 from nmtkit.models import build_model
 from nmtkit.models.registry import get_spec, model_names
+from nmtkit.search.greedy import greedy_search
 from tests.models import test_multi_source as inputs
 
 # weights large enough (param_init) that a state left behind by a reorder changes the outputs beyond the tolerance
@@ -25,16 +28,22 @@ def config(arch: str, **over) -> dict:
     return {"arch": arch, **{k: v for k, v in {**SMALL, **over}.items() if k in names}}
 
 
-def tiny(arch: str, **over) -> torch.nn.Module:
-    """A tiny ``arch`` in eval mode, reading every input it can of the test corpus: a source text, an MT output, an
-    image."""
+def tiny(arch: str, meta: CorpusMeta = inputs.META, **over) -> torch.nn.Module:
+    """A tiny ``arch`` in eval mode, reading every input it can of the test corpus (``meta``): a source text, an MT
+    output, an image."""
     torch.manual_seed(0)
-    return build_model(config(arch, **over), inputs.META).eval()
+    return build_model(config(arch, **over), meta).eval()
 
 
 def batch():
     """Four examples with padding in every stream (each model reads the streams it was built for)."""
     return inputs.batch(LENGTHS)
+
+
+def renamed(b, names):
+    """Batch ``b`` with its streams renamed (``names``: old -> new)."""
+    b.inputs = {names.get(k, k): v for k, v in b.inputs.items()}
+    return b
 
 
 def step_by_step(m, b, reorder_at=None, index=None):
@@ -118,3 +127,23 @@ def test_a_checkpoint_round_trip_gives_the_same_model(arch, tmp_path):
     with torch.no_grad():
         assert torch.equal(loaded.model(b).logits, m(b).logits)
         assert torch.equal(step_by_step(loaded.model, b)[0], step_by_step(m, b)[0])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_model_reads_its_streams_by_the_names_the_corpus_gives_or_refuses_the_corpus(arch):
+    names = {"src": "en", "mt": "fr"}  # preprocess --src en=en --src fr
+    meta = CorpusMeta({names.get(k, k): v for k, v in inputs.META.streams.items()})
+    try:
+        m = tiny(arch, meta)
+    except NmtkitError as e:  # a single-source architecture reads the stream src: one line saying so
+        assert "reads a tokens stream named 'src'" in str(e)
+        return
+    assert "src" not in m.inputs
+    b = renamed(batch(), names)
+    with torch.no_grad():
+        out = m(b)
+        lp, _ = step_by_step(m, b)
+        found = greedy_search(m, b, 1.5, 3)
+    real = b.tgt_out != 0
+    torch.testing.assert_close(torch.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
+    assert len(found) == b.tgt_out.size(0)

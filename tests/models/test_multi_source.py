@@ -130,3 +130,28 @@ def test_encoders_option_and_refusals():
         model(combination="concat", sentinel=True)
     with pytest.raises(NmtkitError, match="needs a text input"):
         model(encoders="image")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_diagnostics_name_every_parameter_and_measure_each_encoder(config):
+    m, b = model(**config), batch()
+    paths = m.gradient_groups().values()
+    for name, _ in m.named_parameters():  # every parameter in some group
+        assert any(name.startswith(path + ".") for path in paths), name
+    with torch.no_grad():
+        out = m(b)
+        stats = m.diagnostics(b, out)
+        state = m.encode(b)
+    real = b.tgt_out != 0
+    for k, name in enumerate(("src", "mt", "image")):
+        w = out.attention["source" if k == 0 else f"source.{name}"]
+        by_hand = torch.stack([(w[i, t, :, None] * state[f"memory.{name}"][i]).sum(0).norm()
+                               for i, t in real.nonzero().tolist()]).mean()
+        assert abs(stats[f"context.{name}"] - float(by_hand)) < 1e-5
+        memory, mask = state[f"memory.{name}"], state[f"mask.{name}"]
+        assert abs(stats[f"states.{name}"] - float(memory[mask].norm(dim=-1).mean())) < 1e-5
+    if config["combination"] == "concat":
+        assert not any(key.startswith("mass.") for key in stats)
+    else:
+        masses = [stats[f"mass.{label}"] for label in m.attention_labels["encoders"]]
+        assert abs(sum(masses) - 1) < 1e-5
