@@ -116,16 +116,19 @@ class TextEncoder(RNNEncoder):
 
 
 class FeatureEncoder(nn.Module):
-    """An image's feature vectors ``[B, L, D]`` projected to ``size`` (after a LayerNorm if ``norm``)."""
+    """An image's feature vectors ``[B, L, D]`` projected to ``size`` (after a LayerNorm if ``norm``; through tanh
+    if ``bounded``, so that its states lie in (-1, 1) as a GRU encoder's do)."""
 
-    def __init__(self, feature_size: int, size: int, dropout: float, norm: bool = True):
+    def __init__(self, feature_size: int, size: int, dropout: float, norm: bool = True, bounded: bool = False):
         super().__init__()
         self.norm = nn.LayerNorm(feature_size) if norm else nn.Identity()
         self.project = nn.Linear(feature_size, size)
+        self.activation = nn.Tanh() if bounded else nn.Identity()
         self.dropout = nn.Dropout(dropout)
         self.output_size = size
 
     def encode(self, stream: Stream) -> tuple[torch.Tensor, torch.Tensor, None]:
         """Memory ``[B, L, size]`` (zeros at padding) and mask ``[B, L]``."""
         mask = stream.mask
-        return self.dropout(self.project(self.norm(stream.data))) * mask.unsqueeze(-1), mask, None
+        states = self.activation(self.project(self.norm(stream.data)))
+        return self.dropout(states) * mask.unsqueeze(-1), mask, None

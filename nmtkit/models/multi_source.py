@@ -42,6 +42,8 @@ OPTIONS = RNN_OPTIONS + [
     Option("share_projections", False, "flat/hierarchical: one projection per encoder for energies and contexts "
                                        "(U_c = U_a, U_c = U_b)"),
     Option("feature_norm", True, "normalise each image feature vector (LayerNorm) before its projection"),
+    Option("bounded_features", False, "pass the image's projected features through tanh, so that its states lie in "
+                                      "(-1, 1) like the text encoders' GRU states"),
 ]
 
 
@@ -87,7 +89,7 @@ class MultiSource(RNNDecoding):
                  enc_size: int = 256, dec_size: int = 512, att_size: int = 0, readout_size: int = 0,
                  dropout: float = 0.2, tie_embeddings: bool = False, param_init: float = 0.1,
                  decoder_cell: str = "gru", combination: str = "hierarchical", sentinel: bool = False,
-                 share_projections: bool = False, feature_norm: bool = True):
+                 share_projections: bool = False, feature_norm: bool = True, bounded_features: bool = False):
         """``streams``: input name -> (kind, vocabulary size or feature size), in the encoders' order."""
         super().__init__()
         readout_size = readout_size or emb_size
@@ -99,7 +101,8 @@ class MultiSource(RNNDecoding):
             raise ValueError("multi-source needs a text input (for images alone: show-attend-tell)")
         self.encoders = nn.ModuleDict({
             name: TextEncoder(size, emb_size, enc_size, dropout=dropout) if kind == TOKENS
-            else FeatureEncoder(size, 2 * enc_size, dropout, feature_norm) for name, (kind, size) in streams.items()})
+            else FeatureEncoder(size, 2 * enc_size, dropout, feature_norm, bounded_features)
+            for name, (kind, size) in streams.items()})
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
         sizes = {name: e.output_size for name, e in self.encoders.items()}
         self.decoder = MultiSourceDecoder(emb_size, sizes, dec_size, att_size or dec_size, readout_size, tgt_vocab,

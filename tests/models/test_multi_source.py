@@ -155,3 +155,11 @@ def test_diagnostics_name_every_parameter_and_measure_each_encoder(config):
     else:
         masses = [stats[f"mass.{label}"] for label in m.attention_labels["encoders"]]
         assert abs(sum(masses) - 1) < 1e-5
+
+
+def test_bounded_features_keep_the_image_states_within_those_of_a_gru():
+    loose, bounded = model(param_init=2.0), model(param_init=2.0, bounded_features=True)
+    with torch.no_grad():
+        wide, narrow = loose.encode(batch())["memory.image"], bounded.encode(batch())["memory.image"]
+    assert wide.abs().max() > 1 and narrow.abs().max() <= 1  # tanh of a large state rounds to 1 in float32
+    assert torch.allclose(narrow, torch.tanh(wide))  # the same projection, through tanh
