@@ -102,9 +102,15 @@ for what in "${stages[@]}"; do
     keep "$runs/caption/cnn/test.en" captions/test.en ;;
   compare)
     out=$runs/significance
-    compare() {  # compare NAME REF SYSTEM-ARGUMENTS...: the table, and NAME.json, NAME.csv
-      local name=$1 ref=$2
+    compare() {  # compare NAME REF SYSTEM-ARGUMENTS...: the table, and NAME.json, NAME.csv; skipped if a file is missing
+      local name=$1 ref=$2 arg missing=()
       shift 2
+      for arg in "$@"; do
+        [[ $arg == *=* ]] || continue
+        IFS=, read -r -a listed <<< "${arg#*=}"
+        for file in "${listed[@]}"; do [ -s "$file" ] || missing+=("$(basename "$file")"); done
+      done
+      if [ ${#missing[@]} -gt 0 ]; then echo "== $name: skipped, no ${missing[*]}"; return; fi
       echo "== $name"
       nmtkit compare -r "$ref" "$@" --metric bleu,chrf++ --json "$out/$name.json" --csv "$out/$name.csv"
     }
