@@ -8,14 +8,15 @@ draws the validation BLEU of every run against updates into FIGURE (and FIGURE w
 prints each run's diagnostics at its last logged update (the attention mass, context and state norm of each
 encoder; the gradient norms of the encoders and of their projections).
 """
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from diagnostics import logged
 from learning_curves import main as draw_curves
-from sacrebleu.metrics import BLEU
+
+from nmtkit.metrics.text import corpus_score
 
 
 def systems(outputs: Path) -> dict[str, list[Path]]:
@@ -28,7 +29,7 @@ def systems(outputs: Path) -> dict[str, list[Path]]:
 
 
 def mean_bleu(files: list[Path], refs: list[str]) -> float:
-    scores = [BLEU().corpus_score(f.read_text(encoding="utf-8").splitlines(), [refs]).score for f in files]
+    scores = [corpus_score("bleu", f.read_text(encoding="utf-8").splitlines(), [refs]).score for f in files]
     return sum(scores) / len(scores)
 
 
@@ -42,11 +43,6 @@ def compare(title: str, baseline: str, names: list[str], found: dict, reference:
     for name in order:
         args += ["--sys", f"{name}={','.join(str(p) for p in found[name])}"]
     subprocess.run(args, check=True)
-
-
-def last_diagnostics(log: Path) -> dict:
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    return next((r["diagnostics"] for r in reversed(records) if "diagnostics" in r), {})
 
 
 def main(outputs: str, reference: str, runs: str, figure: str) -> None:
@@ -70,11 +66,9 @@ def main(outputs: str, reference: str, runs: str, figure: str) -> None:
     for paths in found.values():
         for p in paths:
             log = run_dir / p.name.removesuffix(".de") / "train.jsonl"
-            if log.exists():
-                d = last_diagnostics(log)
-                shown = {k: v for k, v in d.items() if k.split(".")[0] in ("mass", "context", "states")
-                         or k.startswith(("grad.encoder.", "grad.energy.", "grad.value.", "grad.attention."))}
-                print(f"{p.name.removesuffix('.de')}: " + ", ".join(f"{k} {v:.3g}" for k, v in shown.items()))
+            rows = logged(str(log)) if log.exists() else []
+            if rows:
+                print(f"{p.name.removesuffix('.de')}: " + ", ".join(f"{k} {v:.3g}" for k, v in rows[-1][1].items()))
 
 
 if __name__ == "__main__":
