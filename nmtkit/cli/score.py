@@ -104,7 +104,6 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
         check_input_count,
         line_text,
         model_sources,
-        read_inputs,
         sort_length,
         stack_inputs,
     )
@@ -122,7 +121,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     check_input_count(loaded, len(texts), "--src", features=rows is not None)
     sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, truncate=False)
     lines = zip(*([line.encode() for line in read_lines(p)] for p in texts)) if texts else rows.lines()
-    form, fields_of = loaded.output_form, {s: k for k, s in enumerate(read_inputs(loaded, rows is not None))}
+    form, fields_of = loaded.output_form, {s: k for k, s in enumerate(sources.fields)}
     pairs, waiting = [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)

@@ -192,15 +192,16 @@ def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterabl
     return zip(*opened) if len(opened) > 1 else opened[0]
 
 
-def as_text(loaded: LoadedModel) -> Optional[PostProcess]:
+def as_text(loaded: LoadedModel, source) -> Optional[PostProcess]:
     """What turns a model's output into text in its output form, with the line's raw inputs that the form reads
-    (e.g. the edit operations of automatic post-editing applied to the MT input); None where outputs are text."""
+    (e.g. the edit operations of automatic post-editing applied to the MT input), found among the fields that
+    ``source`` (the model's :class:`StreamSources`) reads from a line; None where outputs are text."""
     form = loaded.output_form
     if not form.reads:
         return None
     from nmtkit.search.sources import line_text
 
-    fields_of = {stream: loaded.model.inputs.index(stream) for stream in form.reads}
+    fields_of = {stream: source.fields.index(stream) for stream in form.reads}
     return lambda index, fields, output, hypothesis: form.text(
         output, {stream: line_text(index, fields[k]) for stream, k in fields_of.items()})
 
@@ -342,7 +343,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
                           torch.Generator(dev).manual_seed(1 if seed is None else seed))
     opts = SearchOptions(beam, n_best, max_len_a, max_len_b, length_penalty, batch_size,
                          attention=bool(attention_out or rewrite), sampler=sampler)
-    postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, as_text(loaded)) if step])
+    postprocess = chained([step for step in (rewrite(loaded) if rewrite else None, as_text(loaded, sources[0])) if step])
     interactive = flush or (not input_paths and sys.stdin.isatty())
     start, count = time.perf_counter(), 0
     with ExitStack() as files:

@@ -143,19 +143,15 @@ class MultiSource(RNNDecoding):
         """Means over the batch's real target positions of: ``mass.K``, the weight of encoder (or sentinel) K in
         the distribution over encoders (flat: the sum of its states' weights, Eq. 6; hierarchical: β^(k), Eq. 9);
         ``context.K``, the norm of Σ_j α^(k)_j h^(k)_j, encoder K's states weighted by its attention (flat: scaled by
-        its mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings)."""
+        its mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings), as
+        the pass encoded them (``output.state``)."""
         real = batch.tgt_out != PAD
         stats = {}
         over = output.attention.get("encoders")
         if over is not None:
             for k, label in enumerate(self.decoder.combination.labels):
                 stats[f"mass.{label}"] = float(over[..., k][real].float().mean())
-        was_training = self.training
-        self.eval()  # the encoders' states without dropout (the forward pass keeps none of its own)
-        try:
-            state = self.encode(batch)
-        finally:
-            self.train(was_training)
+        state = output.state if output.state is not None else self.encode(batch)
         for k, name in enumerate(self.decoder.combination.names):
             weights = output.attention["source" if k == 0 else f"source.{name}"].float()  # [B, T, S_k]
             memory, mask = state[f"memory.{name}"].float(), state[f"mask.{name}"]

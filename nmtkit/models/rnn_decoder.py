@@ -209,5 +209,6 @@ class RNNDecoding(Seq2Seq):
         return torch.log_softmax(logits.float(), dim=-1), state, weights
 
     def forward(self, batch) -> ModelOutput:
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), self.encode(batch))
-        return ModelOutput(logits, weights)
+        state = self.encode(batch)
+        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
+        return ModelOutput(logits, weights, state=state)

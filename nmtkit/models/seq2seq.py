@@ -22,13 +22,15 @@ class ModelOutput:
     ``logits [B, T, V]`` of ``batch.tgt_out``; ``attention`` by name, ``[B, T, ...]``;
     ``auxiliary``: ``(logits, gold)`` pairs of decoders trained jointly (the reverse decoder of
     rtatt/bitatt-rnn), whose cross-entropy is added to the loss; ``losses``: other terms added
-    to the loss as they are (a regulariser, say), by name.
+    to the loss as they are (a regulariser, say), by name; ``state``: the encoded inputs the pass
+    decoded from (as dropout left them), for :meth:`Seq2Seq.diagnostics`.
     """
 
     logits: torch.Tensor
     attention: AttentionWeights = field(default_factory=dict)
     auxiliary: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     losses: dict[str, torch.Tensor] = field(default_factory=dict)
+    state: Optional[DecoderState] = None  #: the encoded inputs, where a model keeps them for its diagnostics
 
 
 def max_lengths(lengths: torch.Tensor, a: float, b: int) -> torch.Tensor:
