@@ -209,6 +209,7 @@ class RNNDecoding(Seq2Seq):
         return torch.log_softmax(logits.float(), dim=-1), state, weights
 
     def forward(self, batch) -> ModelOutput:
+        emb = self.dropout(self.tgt_emb(batch.tgt_in))  # before the encoder's dropout: the order of random draws
         state = self.encode(batch)
-        logits, _, weights = self.decoder(self.dropout(self.tgt_emb(batch.tgt_in)), state)
+        logits, _, weights = self.decoder(emb, state)
         return ModelOutput(logits, weights, state=state)
