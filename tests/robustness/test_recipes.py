@@ -191,6 +191,14 @@ def test_an_archive_without_the_file_it_should_hold_stops_the_recipe_without_a_t
     assert "newstest2014-deen-src.en.sgm: No such file or directory" in r.stderr
 
 
+def interruptible() -> None:
+    """In the child, before exec: SIGINT handled by default, as in a terminal's foreground job. A process started in
+    the background by a shell without job control (`make test &`, CI runners) has SIGINT ignored, and its children
+    inherit that: the recipe's Python would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_an_interrupted_python_step_is_one_line_too(tmp_path):
     """Ctrl-C (SIGINT to the whole process group) while lib.sh's segments waits for its input: "interrupted", then
     the recipe's error line, as when an nmtkit command is interrupted."""
@@ -198,7 +206,8 @@ def test_an_interrupted_python_step_is_one_line_too(tmp_path):
     path = tmp_path / "demo.sh"
     path.write_text(f'set -euo pipefail\nsource "{ROOT}/recipes/lib.sh"\noptions "{tmp_path}/w" "$@"\n'
                     f'stage s\ninto "{tmp_path}/out" segments "{tmp_path}/fifo"\n')
-    p = subprocess.Popen(["bash", str(path)], stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(["bash", str(path)], stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while True:  # the writing end opens once python has opened the reading end: then it waits for lines
         try:
