@@ -7,7 +7,7 @@ Usage: diagnostics.py RUN/train.jsonl ...
 import json
 import sys
 
-SHOWN = ("mass.", "context.", "states.", "grad.encoder.", "grad.energy.", "grad.value.", "grad.attention.")
+SHOWN = ("mass.", "context.", "states.", "grad.encoder.", "grad.energy.", "grad.value.", "grad.kv.", "grad.attention.")
 
 
 def logged(path: str) -> list[tuple[int, dict]]:

@@ -29,7 +29,7 @@ from nmtkit.models.encoder import FeatureEncoder, TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import RNNDecoder, RNNDecoding
 from nmtkit.models.rnnsearch import RNN_OPTIONS
-from nmtkit.models.seq2seq import AttentionWeights, ModelOutput
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
 from nmtkit.models.state import DecoderState
 
 OPTIONS = RNN_OPTIONS + [
@@ -122,42 +122,59 @@ class MultiSource(RNNDecoding):
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
         return self.decoder.start(DecoderState(tensors, static=tensors))
 
-    def gradient_groups(self) -> dict[str, str]:
+    def gradient_groups(self) -> dict[str, Paths]:
         """Each encoder, each per-encoder projection and attention of the combination (``energy.K``: U_a^(k) or
         U_b^(k); ``value.K``: U_c^(k); ``attention.K``: hierarchical's and concat's Eq. 1-3), the shared W and v of
         the energies (``query``, ``scorer``), the sentinel gate, s_0's map, the decoder cell, the deep output and the
         target embeddings."""
         combination = self.decoder.combination
         path = next(name for name, module in self.named_modules() if module is combination)
-        groups = {f"encoder.{name}": f"encoders.{name}" for name in self.inputs}
-        for kind, label in (("energy", "energy"), ("value", "value"), ("attentions", "attention")):
-            per_item = getattr(combination, kind, None)
-            if isinstance(per_item, nn.ModuleDict):
-                groups.update({f"{label}.{name}": f"{path}.{kind}.{name}" for name in per_item})
-        groups.update({"query": f"{path}.query", "scorer": f"{path}.v", "sentinel_gate": "decoder.sentinel",
-                       "init_state": "decoder.init_state", "cell": "decoder.cell", "readout": "decoder.readout",
-                       "target_embeddings": "tgt_emb"})
-        return groups
+        return {**{f"encoder.{name}": f"encoders.{name}" for name in self.inputs}, **combination_groups(combination, path),
+                "sentinel_gate": "decoder.sentinel", "init_state": "decoder.init_state", "cell": "decoder.cell",
+                "readout": "decoder.readout", "target_embeddings": "tgt_emb"}
 
     def diagnostics(self, batch: Batch, output: ModelOutput) -> dict[str, float]:
-        """Means over the batch's real target positions of: ``mass.K``, the weight of encoder (or sentinel) K in
-        the distribution over encoders (flat: the sum of its states' weights, Eq. 6; hierarchical: β^(k), Eq. 9);
-        ``context.K``, the norm of Σ_j α^(k)_j h^(k)_j, encoder K's states weighted by its attention (flat: scaled by
-        its mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings), as
-        the pass encoded them (``output.state``)."""
-        real = batch.tgt_out != PAD
-        stats = {}
-        over = output.attention.get("encoders")
-        if over is not None:
-            for k, label in enumerate(self.decoder.combination.labels):
-                stats[f"mass.{label}"] = float(over[..., k][real].float().mean())
+        """:func:`encoder_statistics` of the pass, from the states it encoded (``output.state``)."""
         state = output.state if output.state is not None else self.encode(batch)
-        for k, name in enumerate(self.decoder.combination.names):
-            weights = output.attention["source" if k == 0 else f"source.{name}"].float()  # [B, T, S_k]
-            memory, mask = state[f"memory.{name}"].float(), state[f"mask.{name}"]
-            stats[f"context.{name}"] = float(torch.bmm(weights, memory).norm(dim=-1)[real].mean())
-            stats[f"states.{name}"] = float(memory.norm(dim=-1)[mask].mean())
-        return {key: round(value, 6) for key, value in stats.items()}
+        combination = self.decoder.combination
+        return encoder_statistics(batch, output.attention, combination.labels,
+                                  {n: (state[f"memory.{n}"], state[f"mask.{n}"]) for n in combination.names})
+
+
+def combination_groups(combination: nn.Module, path: str) -> dict[str, Paths]:
+    """The gradient groups of a combination of encoders at module ``path``: its per-encoder projections
+    (``energy.K``, ``value.K``) and attentions (``attention.K``), and the shared W and v of its energies (``query``,
+    ``scorer``), those it has."""
+    groups: dict[str, Paths] = {}
+    for kind, label in (("energy", "energy"), ("value", "value"), ("attentions", "attention")):
+        per_item = getattr(combination, kind, None)
+        if isinstance(per_item, nn.ModuleDict):
+            groups.update({f"{label}.{name}": f"{path}.{kind}.{name}" for name in per_item})
+    for kind, label in (("query", "query"), ("v", "scorer")):
+        if isinstance(getattr(combination, kind, None), nn.Module):
+            groups[label] = f"{path}.{kind}"
+    return groups
+
+
+def encoder_statistics(batch: Batch, attention: AttentionWeights, labels: tuple[str, ...],
+                       memories: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
+    """Means over the batch's real target positions of: ``mass.K``, the weight of encoder (or sentinel) K in the
+    distribution over encoders (``attention['encoders']``, columns ``labels``; flat: the sum of its states' weights,
+    Eq. 6; hierarchical: β^(k), Eq. 9), if the model gives one; ``context.K``, the norm of Σ_j α^(k)_j h^(k)_j,
+    encoder K's states weighted by its attention (``source`` for the first, ``source.K`` after; flat: scaled by its
+    mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings).
+    ``memories``: each encoder's states ``[B, S_k, d]`` and mask ``[B, S_k]`` (True: a real position), in order."""
+    real = batch.tgt_out != PAD
+    stats = {}
+    over = attention.get("encoders")
+    if over is not None:
+        for k, label in enumerate(labels):
+            stats[f"mass.{label}"] = float(over[..., k][real].float().mean())
+    for k, (name, (memory, mask)) in enumerate(memories.items()):
+        weights = attention["source" if k == 0 else f"source.{name}"].float()  # [B, T, S_k]
+        stats[f"context.{name}"] = float(torch.bmm(weights, memory.float()).norm(dim=-1)[real].mean())
+        stats[f"states.{name}"] = float(memory.float().norm(dim=-1)[mask].mean())
+    return {key: round(value, 6) for key, value in stats.items()}
 
 
 def chosen_streams(config: Mapping, meta: CorpusMeta) -> dict[str, tuple[str, int]]:

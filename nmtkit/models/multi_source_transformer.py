@@ -31,10 +31,11 @@ from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.combination import JointAttention
 from nmtkit.models.encoder import FeatureEncoder
 from nmtkit.models.multi_source import OPTIONS as RNN_MULTI_OPTIONS
-from nmtkit.models.multi_source import chosen_streams
+from nmtkit.models.multi_source import chosen_streams, combination_groups, encoder_statistics
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
-from nmtkit.models.seq2seq import AttentionWeights
+from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
+from nmtkit.models.state import DecoderState
 from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderLayer, EncoderLayer, Transformer, Weights
 
 STRATEGIES = ("serial", "parallel", "flat", "hierarchical")
@@ -167,6 +168,47 @@ class MultiSourceTransformer(Transformer):
 
     def attention(self, w: Optional[Weights], sources: int) -> AttentionWeights:
         return dict(w) if isinstance(w, dict) else {}
+
+    def forward(self, batch: Batch) -> ModelOutput:
+        """The teacher-forced pass, keeping the encoders' states (``memory.NAME``, ``mask.NAME [B, S]``) in its
+        ``state`` for :meth:`diagnostics`."""
+        memories, masks = self.memory(batch)
+        out = self.teacher_forced(batch, memories, masks)
+        out.state = DecoderState({**{f"memory.{n}": memories[n] for n in self.inputs},
+                                  **{f"mask.{n}": m[:, 0, 0] for n, m in zip(self.inputs, masks)}})
+        return out
+
+    def gradient_groups(self) -> dict[str, Paths]:
+        """Each encoder (``encoder.K``: the first's embeddings and stack, a further one's :class:`TextStack` or
+        feature projection); each encoder's memory attention in every decoder layer (``attention.K``; flat: its
+        key and value map ``kv.K``, and the shared queries and output ``joint``), hierarchical's combination
+        (``energy.K``, ``value.K``, ``query``, ``scorer``, Eq. 8-10); the decoder's self-attention, feed-forward
+        blocks and normalisations; the target embeddings and the output layer (when not tied)."""
+        layer = "decoder.layers.*"
+        sources = f"{layer}.memory_attention"
+        groups: dict[str, Paths] = {f"encoder.{self.inputs[0]}": ("src_emb", "encoder", "enc_norm"),
+                                    **{f"encoder.{n}": f"extra.{n}" for n in self.extra}}
+        if self.strategy == "flat":
+            groups.update({f"kv.{n}": f"{sources}.kv.{n}" for n in self.inputs}, joint=f"{sources}.joint")
+        else:
+            groups.update({f"attention.{n}": f"{sources}.attentions.{n}" for n in self.inputs})
+        if self.strategy == "hierarchical":
+            first = self.decoder.layers[0]
+            assert isinstance(first, MultiSourceDecoderLayer)
+            groups.update(combination_groups(first.sources.combination, f"{sources}.combination"))
+        groups.update(self_attention=f"{layer}.self_attention", ffn=f"{layer}.ffn",
+                      norms=(f"{layer}.sub", "decoder.norm"), target_embeddings="tgt_emb", output="output")
+        return groups
+
+    def diagnostics(self, batch: Batch, output: ModelOutput) -> dict[str, float]:
+        """:func:`~nmtkit.models.multi_source.encoder_statistics` of the pass, from the memory attention of the last
+        decoder layer, averaged over its heads (none if the pass computed no weights: the trainer asks for them on
+        the batches it diagnoses)."""
+        if not output.attention or output.state is None:
+            return {}
+        state = output.state
+        return encoder_statistics(batch, output.attention, self.inputs,
+                                  {n: (state[f"memory.{n}"], state[f"mask.{n}"]) for n in self.inputs})
 
 
 @register_model("multi-source-transformer", OPTIONS, "the Transformer with several encoders (text, image features); "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, Union
 
 import torch
 from torch import nn
@@ -13,6 +13,11 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models.state import DecoderState
 
 AttentionWeights = dict  # name ("source", "target", "encoders", ...) -> weights [B, ...]
+
+
+#: a parameter group's module paths (:meth:`Seq2Seq.gradient_groups`): one dotted path, or several; ``*`` stands
+#: for any one module name (``decoder.layers.*.ffn``: the feed-forward block of every layer)
+Paths = Union[str, tuple[str, ...]]
 
 
 @dataclass
@@ -131,9 +136,10 @@ class Seq2Seq(nn.Module):
         input (a model without one overrides this)."""
         return max_lengths(next(batch[n] for n in self.inputs if batch[n].is_tokens).lengths, a, b)
 
-    def gradient_groups(self) -> dict[str, str]:
-        """The parameter groups whose gradient norms ``train --diagnostics`` logs: name -> the dotted module path
-        their parameters' names start with. Default: the model's top-level modules."""
+    def gradient_groups(self) -> dict[str, Paths]:
+        """The parameter groups whose gradient norms ``train --diagnostics`` logs: name -> the dotted module path (or
+        paths, ``*`` standing for any one module name) their parameters' names start with. Default: the model's
+        top-level modules."""
         return {name: name for name, _ in self.named_children()}
 
     def diagnostics(self, batch: Batch, output: ModelOutput) -> dict[str, float]:

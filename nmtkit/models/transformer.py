@@ -340,7 +340,10 @@ class Transformer(Seq2Seq):
         return {"source": w} if w is not None else {}
 
     def forward(self, batch: Batch) -> ModelOutput:
-        memory, mask = self.memory(batch)
+        return self.teacher_forced(batch, *self.memory(batch))
+
+    def teacher_forced(self, batch: Batch, memory, mask: Masks) -> ModelOutput:
+        """The decoder over ``batch``'s target prefixes attending to the encoded ``memory`` (:meth:`memory`)."""
         h, w = self.decoder(self._embed(self.tgt_emb, batch.tgt_in), self.decoder.memory(memory), mask,
                             self.weights_wanted)
         return ModelOutput(self.output(h), self.attention(w, batch[self.inputs[0]].data.size(1)))

@@ -37,17 +37,18 @@ def write_multimodal(folder):
     return [folder / split for split in ROWS]
 
 
-def trained_multimodal(root, *options):
+def trained_multimodal(root, *options, model=None):
     """write_multimodal's corpus preprocessed (a VGG16 at 32 px, random weights) into ``root/data``, and a tiny
-    multi-source model trained on it with ``options`` (--max-steps ...) into ``root/run``; ``root``."""
+    model (``model``: its --arch and size options; default a multi-source RNN) trained on it with ``options``
+    (--max-steps ...) into ``root/run``; ``root``."""
     from tests.conftest import TINY_MODEL, run
 
     write_multimodal(root)
     run(["preprocess", "--train", root / "train", "--valid", root / "valid", "--test", root / "test", "--src", "en",
          "--tgt", "de", "--src-images", "img", "--images", root, "--image-size", 32, "--vocab", "word:50",
          "-o", root / "data"])
-    run(["train", "--data", root / "data", "--arch", "multi-source", "--save-dir", root / "run", *TINY_MODEL,
-         "--batch-size", 2, *options])
+    model = ["--arch", "multi-source", *TINY_MODEL] if model is None else model
+    run(["train", "--data", root / "data", "--save-dir", root / "run", *model, "--batch-size", 2, *options])
     return root
 
 

@@ -10,6 +10,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.models.multi_source_transformer import MultiSourceDecoderLayer
 from nmtkit.models.transformer import DecoderLayer
+from nmtkit.train.diagnostics import group_pattern
 from tests.models.test_multi_source import META, batch, step_by_step
 
 CONFIG = dict(arch="multi-source-transformer", d_model=16, ffn_size=32, heads=2, enc_layers=2, dec_layers=2,
@@ -150,3 +151,31 @@ def test_encoders_and_refusals():
     text = CorpusMeta({"src": StreamInfo("tokens", 40), "tgt": StreamInfo("tokens", 30)})
     one = model(meta=text)
     assert one.inputs == ("src",) and len(one.decoder.layers[0].sub.norms) == 3
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_diagnostics_name_every_parameter_and_measure_each_encoder(strategy):
+    m, b = model(combination=strategy, dec_layers=2), batch()
+    groups = {name: group_pattern(paths) for name, paths in m.gradient_groups().items()}
+    for name, _ in m.named_parameters():  # every parameter in exactly one group
+        assert sum(bool(p.fullmatch(name)) for p in groups.values()) == 1, name
+    with torch.no_grad():
+        assert m.diagnostics(b, m(b)) == {}  # no weights computed: nothing to measure
+        with m.attention_weights(True):
+            out = m(b)
+        stats = m.diagnostics(b, out)
+        memories, _ = m.memory(b)  # dropout 0: the states the pass attended to
+    real = b.tgt_out != 0
+    for k, name in enumerate(("src", "mt", "image")):
+        w = out.attention["source" if k == 0 else f"source.{name}"]  # the last layer's, mean over heads
+        by_hand = torch.stack([(w[i, t, :, None] * memories[name][i]).sum(0).norm()
+                               for i, t in real.nonzero().tolist()]).mean()
+        assert abs(stats[f"context.{name}"] - float(by_hand)) < 1e-4
+        mask = b[name].mask if name != "image" else torch.ones(memories[name].shape[:2], dtype=torch.bool)
+        assert abs(stats[f"states.{name}"] - float(memories[name][mask].norm(dim=-1).mean())) < 1e-4
+    if strategy in ("flat", "hierarchical"):
+        assert abs(sum(stats[f"mass.{n}"] for n in ("src", "mt", "image")) - 1) < 1e-5
+        by_hand = out.attention["encoders"][..., 1][real].mean()
+        assert abs(stats["mass.mt"] - float(by_hand)) < 1e-5
+    else:
+        assert not any(key.startswith("mass.") for key in stats)
