@@ -75,10 +75,48 @@ class Interval:
     ci: float
 
 
-def confidence_interval(metric, stats: np.ndarray, samples: int = 1000, seed: Optional[int] = SEED) -> Interval:
-    """The bootstrap confidence interval of one file's score (``stats`` its :func:`sufficient_statistics`)."""
-    rows = np.random.default_rng(seed).choice(len(stats), size=(samples, len(stats)), replace=True)
-    return Interval(corpus_value(metric, stats), *central_interval(resampled_values(metric, stats, rows)))
+class Resamples:
+    """The resampled test sets and the trials' swaps of one seed over ``sentences`` sentences, and the scores of each
+    file on them (each pair of files, for the swaps), computed once and reused by every interval and test that needs
+    them (:func:`compare_systems` tests each file several times). The draws are those of a fresh generator of
+    ``seed`` for each, as sacrebleu's."""
+
+    def __init__(self, metric, sentences: int, samples: int = 1000, trials: int = 10000, seed: Optional[int] = SEED):
+        self.metric, self.sentences, self.samples, self.trials, self.seed = metric, sentences, samples, trials, seed
+        self._rows: Optional[np.ndarray] = None
+        self._swap: Optional[np.ndarray] = None
+        self._scores: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]] = {}  # by the files' ids (kept)
+
+    def _remembered(self, files: list[np.ndarray], compute) -> np.ndarray:
+        key = tuple(id(f) for f in files)
+        if key not in self._scores:
+            self._scores[key] = (files, compute())
+        return self._scores[key][1]
+
+    def bootstrap(self, stats: np.ndarray) -> np.ndarray:
+        """The file's corpus score on each resampled test set ``[samples]``."""
+        if self._rows is None:
+            n = self.sentences
+            self._rows = np.random.default_rng(self.seed).choice(n, size=(self.samples, n), replace=True)
+        rows = self._rows
+        return self._remembered([stats], lambda: resampled_values(self.metric, stats, rows))
+
+    def swapped(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The corpus score of file ``a`` with each trial's swapped sentences taken from file ``b`` ``[trials]``."""
+        if self._swap is None:
+            self._swap = np.random.default_rng(self.seed).integers(2, size=(self.trials, self.sentences), dtype=bool)
+        swap, keep, score = self._swap, ~self._swap, self.metric._compute_score_from_stats
+        return self._remembered([a, b], lambda: np.array([
+            score(x).score for start in range(0, self.trials, CHUNK)
+            for x in swap[start:start + CHUNK] @ b + keep[start:start + CHUNK] @ a]))
+
+
+def confidence_interval(metric, stats: np.ndarray, samples: int = 1000, seed: Optional[int] = SEED,
+                        resamples: Optional[Resamples] = None) -> Interval:
+    """The bootstrap confidence interval of one file's score (``stats`` its :func:`sufficient_statistics`);
+    ``resamples`` (else new ones of ``samples`` and ``seed``) holds the resampled test sets."""
+    resamples = resamples or Resamples(metric, len(stats), samples, seed=seed)
+    return Interval(corpus_value(metric, stats), *central_interval(resamples.bootstrap(stats)))
 
 
 @dataclass
@@ -98,32 +136,29 @@ class Difference:
 
 
 def paired_bootstrap(metric, baseline: Sequence[np.ndarray], system: Sequence[np.ndarray], samples: int = 1000,
-                     seed: Optional[int] = SEED) -> tuple[float, float, float]:
+                     seed: Optional[int] = SEED, resamples: Optional[Resamples] = None) -> tuple[float, float, float]:
     """Paired bootstrap test of the difference of mean scores (files: statistics of one system's outputs): the
     observed difference (system minus baseline), the half-width of the 95% interval of the resampled differences,
     and the p-value."""
-    n = len(baseline[0])
-    rows = np.random.default_rng(seed).choice(n, size=(samples, n), replace=True)
-    base = np.mean([resampled_values(metric, s, rows) for s in baseline], axis=0)
-    sys_ = np.mean([resampled_values(metric, s, rows) for s in system], axis=0)
+    resamples = resamples or Resamples(metric, len(baseline[0]), samples, seed=seed)
+    base = np.mean([resamples.bootstrap(s) for s in baseline], axis=0)
+    sys_ = np.mean([resamples.bootstrap(s) for s in system], axis=0)
     observed = np.mean([corpus_value(metric, s) for s in system]) - np.mean([corpus_value(metric, s) for s in baseline])
     spread = np.abs(sys_ - base)
     return float(observed), central_interval(sys_ - base)[1], p_value(spread - spread.mean(), abs(observed))
 
 
 def approximate_randomisation(metric, baseline: Sequence[np.ndarray], system: Sequence[np.ndarray],
-                              trials: int = 10000, seed: Optional[int] = SEED) -> float:
+                              trials: int = 10000, seed: Optional[int] = SEED,
+                              resamples: Optional[Resamples] = None) -> float:
     """Paired approximate randomisation test of the difference of mean scores; file k of the baseline is paired with
     file k of the system (as many on both sides). The p-value."""
     if len(baseline) != len(system):
         raise ValueError("approximate randomisation pairs the files: give both systems as many")
-    swap = np.random.default_rng(seed).integers(2, size=(trials, len(baseline[0])), dtype=bool)
-    keep = ~swap
+    resamples = resamples or Resamples(metric, len(baseline[0]), trials=trials, seed=seed)
 
     def mean_scores(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
-        return np.mean([[metric._compute_score_from_stats(x).score for start in range(0, trials, CHUNK)
-                         for x in swap[start:start + CHUNK] @ sa + keep[start:start + CHUNK] @ sb]
-                        for sa, sb in zip(a, b)], axis=0)
+        return np.mean([resamples.swapped(sa, sb) for sa, sb in zip(a, b)], axis=0)
 
     observed = abs(np.mean([corpus_value(metric, s) for s in system]) -
                    np.mean([corpus_value(metric, s) for s in baseline]))
@@ -168,23 +203,26 @@ def compare_systems(metric_name: str, metric, references: Sequence[Sequence[str]
     file by file."""
     stats = {name: [sufficient_statistics(metric, lines, references) for _, lines in files]
              for name, files in systems.items()}
+    resamples = Resamples(metric, len(next(iter(stats.values()))[0]), samples, trials, seed)
     signature = metric.get_signature()
     signature.update("seed", str(seed).lower())
     signature.update("bs", samples)
     signature.update("ar", trials)
     result = MetricComparison(metric_name, str(signature), [
-        SystemScores(name, [path for path, _ in files], [confidence_interval(metric, s, samples, seed)
+        SystemScores(name, [path for path, _ in files], [confidence_interval(metric, s, resamples=resamples)
                                                           for s in stats[name]])
         for name, files in systems.items()])
     names = list(systems)
     base = stats[names[0]]
+
+    def difference(baseline: list[np.ndarray], system: list[np.ndarray]) -> Difference:
+        randomised = approximate_randomisation(metric, baseline, system, resamples=resamples) \
+            if len(baseline) == len(system) else None
+        return Difference(*paired_bootstrap(metric, baseline, system, resamples=resamples), randomised)
+
     for name in names[1:]:
         own = stats[name]
-        randomised = approximate_randomisation(metric, base, own, trials, seed) if len(base) == len(own) else None
-        result.against_first[name] = Difference(*paired_bootstrap(metric, base, own, samples, seed), randomised)
+        result.against_first[name] = difference(base, own)
         if len(base) > 1 or len(own) > 1:
-            result.pairs[name] = {
-                (i, j): Difference(*paired_bootstrap(metric, [b], [s], samples, seed),
-                                   approximate_randomisation(metric, [b], [s], trials, seed))
-                for i, b in enumerate(base) for j, s in enumerate(own)}
+            result.pairs[name] = {(i, j): difference([b], [s]) for i, b in enumerate(base) for j, s in enumerate(own)}
     return result

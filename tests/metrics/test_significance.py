@@ -105,3 +105,20 @@ def test_approximate_randomisation_of_seed_means_needs_as_many_files_on_both_sid
     with pytest.raises(ValueError, match="as many"):
         stats = sufficient_statistics(metric, BASE, [REF])
         approximate_randomisation(metric, [stats, stats], [stats], 10)
+
+
+def test_compare_scores_each_file_once_on_the_resampled_test_sets(monkeypatch):
+    import nmtkit.metrics.significance as significance
+
+    metric = sacrebleu_metric("bleu")
+    runs = {"a": [(f"a{k}", noisy(REF, 0.3, k)) for k in range(3)], "b": [(f"b{k}", noisy(REF, 0.1, k)) for k in range(3)]}
+    calls = []
+    resampled = significance.resampled_values
+    monkeypatch.setattr(significance, "resampled_values", lambda *a: calls.append(1) or resampled(*a))
+    result = compare_systems("bleu", metric, [REF], runs, 100, 100)
+    assert len(calls) == 6  # one per file, not one per interval and test
+    stats = [sufficient_statistics(metric, lines, [REF]) for _, lines in runs["a"] + runs["b"]]
+    alone = paired_bootstrap(metric, stats[:1], stats[4:5], 100), \
+        approximate_randomisation(metric, stats[:1], stats[4:5], 100)  # fresh draws, nothing remembered
+    pair = result.pairs["b"][0, 1]
+    assert (pair.delta, pair.delta_ci, pair.p_bootstrap, pair.p_randomisation) == pytest.approx((*alone[0], alone[1]))
