@@ -10,6 +10,8 @@ from nmtkit.errors import NmtkitError
 
 METRICS = ("bleu", "chrf", "chrf++", "ter", "cider")
 SACREBLEU_METRICS = ("bleu", "chrf", "chrf++", "ter")
+VALIDATION_METRICS = ("bleu", "chrf", "chrf++")  #: what validation scores its outputs with (beside perplexity)
+LABELS = {"ppl": "ppl", "bleu": "BLEU", "chrf": "chrF", "chrf++": "chrF++"}  #: as the training log names them
 
 
 def check_tokenizer(name: str, option: str = "--tokenize") -> None:

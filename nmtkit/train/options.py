@@ -12,6 +12,7 @@ from nmtkit.config import (
                            Option,
                            Range,
 )
+from nmtkit.metrics.text import VALIDATION_METRICS
 from nmtkit.train.optim import OPTIMIZERS
 from nmtkit.train.schedules import SCHEDULES
 
@@ -39,7 +40,7 @@ TRAIN_OPTIONS = [
            "validation metric gets worse) or inverse-sqrt (linear warm-up, then 1/sqrt(step))", choices=tuple(SCHEDULES)),
     Option("warmup_steps", 4000, "inverse-sqrt: updates of linear warm-up to --lr", allows=POSITIVE),
     Option("decay_metric", "bleu", "validation metric for learning-rate decay, early stopping and best.pt",
-           choices=("bleu", "chrf", "chrf++", "ppl")),
+           choices=(*VALIDATION_METRICS, "ppl")),
     Option("lr_decay", 0.5, "decay-on-worse: multiply the learning rate by this when the validation metric gets "
            "worse (1: never)", allows=Range(0, 1, low_open=True)),
     Option("min_lr", 0.0, "do not decay the learning rate below this", allows=Range(0)),

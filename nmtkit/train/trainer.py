@@ -29,6 +29,7 @@ from nmtkit.data.verify import verify_corpus
 from nmtkit.device import autocast_dtype, is_out_of_memory, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
+from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
@@ -334,8 +335,8 @@ class Trainer:
             result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress.elapsed, 2),
                           wall_s=round(self.progress.wall, 2))
             self.run_log.append(result)
-            log(f"validation at step {result['step']}: ppl {result['ppl']:.2f} | BLEU {result['bleu']:.2f} | "
-                f"chrF {result['chrf']:.2f} | chrF++ {result['chrf++']:.2f}" + (" | new best" if improved else "")
+            scores = " | ".join(f"{LABELS[m]} {result[m]:.2f}" for m in ("ppl", *VALIDATION_METRICS))
+            log(f"validation at step {result['step']}: {scores}" + (" | new best" if improved else "")
                 + f" | lr {self.schedule.lr:.3g}")
             if improved:
                 self._save("best.pt")

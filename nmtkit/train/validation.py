@@ -12,7 +12,7 @@ from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.streams import TARGET
 from nmtkit.data.text import read_lines
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
-from nmtkit.metrics.text import corpus_score
+from nmtkit.metrics.text import VALIDATION_METRICS, corpus_score
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.translator import SearchOptions, search_sorted
 from nmtkit.train.schedules import is_better
@@ -59,7 +59,7 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
     hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
                          lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
     texts = as_text(corpus, [tgt_vocab.decode(h[0].tokens) for h in hyps])
-    for metric in ("bleu", "chrf", "chrf++"):
+    for metric in VALIDATION_METRICS:
         result[metric] = round(corpus_score(metric, texts, refs).score, 3)
     return result
 
