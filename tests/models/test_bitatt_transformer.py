@@ -8,8 +8,9 @@ from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD
 from nmtkit.models import build_model
 from nmtkit.models.state import DecoderState
+from tests.models.decoding import stacked, step_by_step
 from tests.models.test_target_rnn import reversed_by_hand
-from tests.models.test_transformer import TINY, V_SRC, V_TGT, batch, step_by_step
+from tests.models.test_transformer import TINY, V_SRC, V_TGT, batch
 
 
 def model(**over):
@@ -22,7 +23,8 @@ def test_two_pass_decoding_equals_the_teacher_forced_pass_over_the_greedy_revers
     with torch.no_grad(), m.attention_weights(True):
         logits = m.score_logits(b)
         out = m(b)
-    lp, att = step_by_step(m, b)
+    lp, steps = step_by_step(m, b)
+    att = stacked(steps)
     real = b.tgt_out != 0
     assert torch.allclose(torch.log_softmax(logits, -1)[real], lp[real], atol=1e-5)
     assert torch.allclose(out.logits, logits, atol=1e-6)  # reverse_context greedy: training sees what decoding sees
@@ -31,7 +33,7 @@ def test_two_pass_decoding_equals_the_teacher_forced_pass_over_the_greedy_revers
 
 def test_the_attention_over_the_memory_splits_into_source_and_reverse_target():
     m, b = model(), batch()
-    _, att = step_by_step(m, b)
+    att = stacked(step_by_step(m, b)[1])
     enc, src = att["encoders"], att["source"]
     assert enc.shape[-1] == 2 and torch.allclose(enc.sum(-1), torch.ones(enc.shape[:2]), atol=1e-5)
     assert torch.allclose(src.sum(-1), enc[..., 0], atol=1e-6) and (enc[..., 1] > 0).all()

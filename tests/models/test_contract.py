@@ -14,6 +14,7 @@ from nmtkit.models import build_model
 from nmtkit.models.registry import get_spec, model_names
 from nmtkit.search.greedy import greedy_search
 from tests.models import test_multi_source as inputs
+from tests.models.decoding import assert_forward_equals_steps, step_by_step
 
 # weights large enough (param_init) that a state left behind by a reorder changes the outputs beyond the tolerance
 SMALL = dict(emb_size=8, enc_size=8, dec_size=16, att_size=0, readout_size=0, d_model=16, ffn_size=32, heads=2,
@@ -46,20 +47,6 @@ def renamed(b, names):
     return b
 
 
-def step_by_step(m, b, reorder_at=None, index=None):
-    """Log-probabilities ``[B, T, V]`` and attention of decoding ``b``'s target one step at a time; with
-    ``reorder_at``, the state is reordered by ``index`` after that step, and the later steps are fed the targets of
-    the rows it selects."""
-    state, out, weights, tgt = m.encode(b), [], [], b.tgt_in
-    for t in range(tgt.size(1)):
-        lp, state, w = m.decode_step(tgt[:, t], state)
-        out.append(lp)
-        weights.append(w)
-        if t == reorder_at:
-            state, tgt = state.reorder(index), tgt.index_select(0, index)
-    return torch.stack(out, 1), weights
-
-
 def alone(b, i):
     """Example ``i`` of batch ``b`` as a batch of its own, without padding."""
     streams = {}
@@ -75,20 +62,7 @@ ARCHS = model_names()
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_teacher_forced_forward_equals_step_by_step_decoding(arch):
-    m, b = tiny(arch), batch()
-    with torch.no_grad():
-        out = m(b)
-        lp, weights = step_by_step(m, b)
-    real = b.tgt_out != 0
-    torch.testing.assert_close(torch.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
-    assert out.attention.keys() == weights[0].keys()
-    for name, w in out.attention.items():  # every attention as decoding reports it; over the target's own past,
-        for t, step in enumerate(weights):  # step t's is as wide as that past (the rest of the row is 0)
-            width = step[name].size(-1)
-            rows = real[:, t]
-            torch.testing.assert_close(w[rows, t, :width], step[name][rows], atol=1e-5, rtol=0,
-                                       msg=f"{arch}: attention {name} at step {t}")
-            assert not w[rows, t, width:].any(), f"{arch}: attention {name} at step {t} beyond what decoding sees"
+    assert_forward_equals_steps(tiny(arch), batch(), label=arch)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

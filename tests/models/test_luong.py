@@ -7,6 +7,7 @@ from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model, get_spec
 from nmtkit.models.luong import Luong
 from tests.conftest import forward
+from tests.models.decoding import assert_forward_equals_steps
 
 V_SRC, V_TGT = 40, 30
 BASE = dict(arch="luong", emb_size=16, enc_size=12, dec_size=24, layers=2, encoder_type="brnn", attention="global",
@@ -31,23 +32,7 @@ def batch():
 
 @pytest.mark.parametrize("over", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(over):
-    m, b = model(**over), batch()
-    with torch.no_grad():
-        logits, att = forward(m, b)
-        state = m.encode(b)
-        lps, weights = [], []
-        for t in range(b.tgt_in.size(1)):
-            lp, state, a = m.decode_step(b.tgt_in[:, t], state)
-            lps.append(lp)
-            weights.append(a["source"])
-    mask = b.tgt_out != 0
-    assert torch.allclose(torch.log_softmax(logits, -1)[mask], torch.stack(lps, 1)[mask], atol=1e-5)
-    assert torch.allclose(att["source"], torch.stack(weights, 1), atol=1e-6)
-    w = att["source"]
-    for i, n in enumerate(b["src"].lengths.tolist()):
-        assert (w[i, :, n:] == 0).all()
-    if over.get("attention", "global") != "local-p":  # local-p weights carry the Gaussian factor
-        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:2]), atol=1e-5)
+    assert_forward_equals_steps(model(**over), batch())
 
 
 def test_input_feeding_widens_the_decoder_input():

@@ -8,6 +8,7 @@ from nmtkit.data.streams import CorpusMeta, StreamInfo
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from tests.conftest import forward
+from tests.models.decoding import assert_forward_equals_steps
 
 V_SRC, V_MT, D_IMG, V_TGT = 40, 35, 12, 30
 META = CorpusMeta({"src": StreamInfo("tokens", V_SRC), "mt": StreamInfo("tokens", V_MT),
@@ -32,27 +33,10 @@ def batch(lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4), (4, 6, 1))):
                       ids(V_TGT, lengths[3]))
 
 
-def step_by_step(m, b):
-    state, out, weights = m.encode(b), [], []
-    for t in range(b.tgt_in.size(1)):
-        lp, state, w = m.decode_step(b.tgt_in[:, t], state)
-        out.append(lp)
-        weights.append(w)
-    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
-
-
 @pytest.mark.parametrize("cell", ["gru", "cgru"])
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(config, cell):
-    m, b = model(decoder_cell=cell, **config), batch()
-    with torch.no_grad():
-        logits, att = forward(m, b)
-        lp, weights = step_by_step(m, b)
-    mask = b.tgt_out != 0
-    assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
-    assert att.keys() == weights.keys()
-    for name in att:
-        assert torch.allclose(att[name], weights[name], atol=1e-6)
+    assert_forward_equals_steps(model(decoder_cell=cell, **config), batch())
 
 
 @pytest.mark.parametrize("config", CONFIGS[:2] + CONFIGS[-1:])

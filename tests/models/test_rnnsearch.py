@@ -8,6 +8,7 @@ from nmtkit.data.vocab import BOS
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from tests.conftest import TINY_CONFIG, forward
+from tests.models.decoding import assert_forward_equals_steps
 
 V_SRC, V_TGT = 40, 30
 
@@ -24,25 +25,9 @@ def batch():
     return make_batch(src, tgt)
 
 
-def step_by_step(m, b):
-    state = m.encode(b)
-    out, alphas = [], []
-    for t in range(b.tgt_in.size(1)):
-        lp, state, att = m.decode_step(b.tgt_in[:, t], state)
-        out.append(lp)
-        alphas.append(att["source"])
-    return torch.stack(out, 1), torch.stack(alphas, 1)
-
-
 @pytest.mark.parametrize("over", [{}, {"tie_embeddings": True}, {"att_size": 7, "readout_size": 16}])
 def test_teacher_forced_forward_equals_step_by_step_decoding(over):
-    m, b = model(**over), batch()
-    with torch.no_grad():
-        logits, att = forward(m, b)
-        lp, alphas = step_by_step(m, b)
-    mask = b.tgt_out != 0
-    assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
-    assert torch.allclose(att["source"], alphas, atol=1e-6)
+    assert_forward_equals_steps(model(**over), batch())
 
 
 def test_attention_sums_to_one_and_ignores_padding():

@@ -10,6 +10,7 @@ from nmtkit.models import build_model
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
 from tests.conftest import TINY_CONFIG, forward
+from tests.models.decoding import assert_forward_equals_steps, step_by_step
 
 V_SRC, V_TGT = 40, 30
 ARCHS = ["target-attn", "ftatt-rnn", "rtatt-rnn", "bitatt-rnn"]
@@ -42,29 +43,11 @@ def training_state(m, b):
     return m.decoder.start(state, m.reverse_context(state, b.reversed_target()[0]))
 
 
-def step_by_step(m, b, state):
-    out, weights = [], []
-    for t in range(b.tgt_in.size(1)):
-        lp, state, att = m.decode_step(b.tgt_in[:, t], state)
-        out.append(lp)
-        weights.append(att)
-    return torch.stack(out, 1), weights
-
-
 @pytest.mark.parametrize("arch,cell,over", [(a, c, {}) for a, c in VARIANTS] + [
     (a, c, {"reverse_context": "reference"}) for a, c in [("rtatt-rnn", "gru"), ("bitatt-rnn", "gru"), ("bitatt-rnn", "lstm")]])
 def test_teacher_forced_forward_equals_step_by_step_decoding(arch, cell, over):
     m, b = model(arch, cell, **over), batch()
-    with torch.no_grad():
-        logits, att = forward(m, b)
-        lp, steps = step_by_step(m, b, training_state(m, b))
-    mask = b.tgt_out != 0
-    assert torch.allclose(torch.log_softmax(logits, -1)[mask], lp[mask], atol=1e-5)
-    assert torch.allclose(att["source"], torch.stack([s["source"] for s in steps], 1), atol=1e-6)
-    if "target" in att:
-        for j, s in enumerate(steps):
-            assert s["target"].shape == (3, j)
-            assert torch.allclose(att["target"][:, j, :j], s["target"], atol=1e-6)
+    assert_forward_equals_steps(m, b, state=training_state(m, b))
 
 
 @pytest.mark.parametrize("arch", ["target-attn", "bitatt-rnn"])
@@ -235,7 +218,7 @@ def test_scoring_equals_decoding_from_the_source_alone(arch):
     m, b = model(arch), batch()
     with torch.no_grad():
         scored = torch.log_softmax(m.score_logits(b), -1)
-        decoded, _ = step_by_step(m, b, m.encode(b))
+        decoded, _ = step_by_step(m, b)
     mask = b.tgt_out != 0
     assert torch.allclose(scored[mask], decoded[mask], atol=1e-5)
 

@@ -8,6 +8,7 @@ from nmtkit.data.streams import CorpusMeta
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.models.transformer import Positions
+from tests.models.decoding import assert_forward_equals_steps, stacked, step_by_step
 
 V_SRC, V_TGT = 40, 30
 TINY = dict(arch="transformer", d_model=16, ffn_size=32, heads=4, enc_layers=2, dec_layers=2, dropout=0.0,
@@ -32,29 +33,12 @@ def teacher_forced(m, b, weights=True):
     return out.logits, out.attention.get("source")
 
 
-def step_by_step(m, b):
-    """Log-probabilities ``[B, T, V]`` of decoding ``b``'s target step by step, and the attention of each kind."""
-    out, weights = [], []
-    with torch.no_grad(), m.attention_weights(True):
-        state = m.encode(b)
-        for t in range(b.tgt_in.size(1)):
-            lp, state, att = m.decode_step(b.tgt_in[:, t], state)
-            out.append(lp)
-            weights.append(att)
-    return torch.stack(out, 1), {k: torch.stack([w[k] for w in weights], 1) for k in weights[0]}
-
-
 VARIANTS = [{}, {"norm": "pre"}, {"positions": "learned"}, {"tie_embeddings": False}]
 
 
 @pytest.mark.parametrize("over", VARIANTS)
 def test_cached_incremental_decoding_equals_the_teacher_forced_forward(over):
-    m, b = model(**over), batch()
-    logits, att = teacher_forced(m, b)
-    lp, alphas = step_by_step(m, b)
-    real = b.tgt_out != 0
-    assert torch.allclose(torch.log_softmax(logits, -1)[real], lp[real], atol=1e-5)
-    assert torch.allclose(att[real], alphas["source"][real], atol=1e-6)
+    assert_forward_equals_steps(model(**over), batch())
 
 
 def test_fused_attention_equals_the_explicit_softmax():
@@ -140,7 +124,7 @@ def test_a_chosen_layer_and_head_give_their_own_weights():
     _, mean_last = teacher_forced(m, b)
     m.choose_attention(layer=1, head=2)
     _, chosen = teacher_forced(m, b)
-    _, stepped = step_by_step(m, b)
+    stepped = stacked(step_by_step(m, b)[1])
     real = b.tgt_out != 0
     assert torch.allclose(chosen[real], stepped["source"][real], atol=1e-6)
     assert torch.allclose(chosen.sum(-1), torch.ones(chosen.shape[:2]), atol=1e-6)

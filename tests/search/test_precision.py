@@ -13,7 +13,8 @@ from nmtkit.search.beam import beam_search
 from nmtkit.search.precision import PackedLinear, for_inference, packable
 from tests.conftest import run, unpack
 from tests.models import test_multi_source as inputs
-from tests.models.test_contract import step_by_step, tiny
+from tests.models.decoding import step_by_step
+from tests.models.test_contract import tiny
 from tests.models.test_transformer import batch, model
 
 needs_packing = pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
