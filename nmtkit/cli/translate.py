@@ -92,13 +92,17 @@ def decoding_options(command: Callable) -> Callable:
               help="with --shortlist: the N most frequent target words (the first ids of the vocabulary) always in")
 @click.option("--shortlist-best", type=Checked(int, POSITIVE), default=100, show_default=True,
               help="with --shortlist: the K best translations of each source word")
+@click.option("--edit-cost", type=Checked(float, Range(0)), default=0.0, show_default=True,
+              help="post-editing models (preprocess --ape-edits): each edit operation (anything but <keep> and the "
+                   "end) costs this much log-probability in the search, so the output changes the MT only where the "
+                   "model prefers a change by more; tune it on dev data (large: the MT unchanged)")
 @click.option("--replace-unk", is_flag=True,
               help="replace each <unk> of the output by the --dict translation of the source word it attended to "
                    "most, or by that word (word vocabularies; as 'nmtkit replace-unk')")
 @click.option("--dict", "dict_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="with --replace-unk: a lexical table (nmtkit align, fast_align -p, eflomal priors, word pairs)")
 def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
-            features, shortlist_path, shortlist_first, shortlist_best, replace_unk, dict_path, **options):
+            features, shortlist_path, shortlist_first, shortlist_best, edit_cost, replace_unk, dict_path, **options):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -123,6 +127,8 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
     if dict_path and not replace_unk:
         raise NmtkitError("--dict goes with --replace-unk", exit_code=2)
+    if edit_cost and shortlist_path:
+        raise NmtkitError("--edit-cost: post-editing models decode without --shortlist", exit_code=2)
     texts, replaced = [], []
 
     def source(loaded, model_path, name):
@@ -155,13 +161,24 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
                                                 shortlist_best, shortlist_path)
         return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
 
+    def edit_costed(loaded):
+        from nmtkit.search.token_costs import TokenCosts, edit_costs
+
+        form = loaded.output_form
+        if not form.edits:
+            raise NmtkitError(f"--edit-cost: this {loaded.config['arch']} model outputs text, not edit operations (a "
+                              "post-editing model's corpus is made with preprocess --ape-edits)", exit_code=2)
+        return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab),
+                                                   edit_cost))
+
     def replacing(loaded):
         replace, counts = unk_replacement(loaded, dict_path, reading_limit(loaded.model, max_input_len)[0])
         replaced.append(counts)
         return replace
 
     decode(source, input_paths=input_paths, fields=fields, max_len_a=max_len_a, max_len_b=max_len_b,
-           attention_choice=(attention_layer, attention_head), restrict=shortlisted if shortlist_path else None,
+           attention_choice=(attention_layer, attention_head),
+           restrict=shortlisted if shortlist_path else edit_costed if edit_cost else None,
            rewrite=replacing if replace_unk else None, **options)
     truncated = sum(s.truncated for s in texts[0])  # the first model's segmentation
     if truncated:
@@ -283,7 +300,7 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     :class:`~nmtkit.search.sources.Source` (or :class:`~nmtkit.search.sources.StreamSources`) that turns lines into
     a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
     whose attention is written; ``restrict(loaded)``, if given, the model to decode with instead (a shortlisted
-    one); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a post-editing model's
+    one, or one with edit costs); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a post-editing model's
     edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress and done. Returns
     the source; raises an error naming the unusable lines once everything is written."""
     import torch

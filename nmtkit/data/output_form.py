@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from nmtkit.data.edits import apply_edits, edit_operations
+from nmtkit.data.edits import KEEP, apply_edits, edit_operations
+from nmtkit.data.vocab import EOS, UNK, Vocab
 
 EDITS_RECORD = "ape_edits"  #: the record's key in a manifest's options and a checkpoint (``preprocess --ape-edits``)
 
@@ -40,6 +41,13 @@ class OutputForm:
 
     def describe(self) -> str:
         return f"edit operations on its input {self.edits}" if self.edits else "text"
+
+    def unchanged_ids(self, vocab: Vocab) -> list[int]:
+        """The target ids that leave the edited input as it is: ``<keep>`` (if the vocabulary has it) and the end of
+        the sequence (the input's words after the last operation are kept); none for text."""
+        if not self.edits:
+            return []
+        return [i for i in vocab.encode(KEEP) if i != UNK] + [EOS]
 
     def text(self, output: str, inputs: Mapping[str, str]) -> str:
         """An output (decoded target tokens) as text, given the raw text of the line's inputs that :attr:`reads`

@@ -27,6 +27,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
 from nmtkit.models.state import DecoderState
 from nmtkit.search.precision import PackedLinear
+from nmtkit.search.wrapped import Wrapped
 
 
 class Shortlist:
@@ -89,12 +90,12 @@ class ShortlistedLinear(nn.Module):
         return F.linear(x, self.weight, self.bias)
 
 
-class Shortlisted(Seq2Seq):
+class Shortlisted(Wrapped):
     """``model`` with its output layers restricted to each batch's shortlist during decoding steps (see the module's
     docstring); ``stream``: the input whose words pick the shortlist."""
 
     def __init__(self, model: Seq2Seq, shortlist: Shortlist, vocab_size: int, stream: str = "src"):
-        super().__init__()
+        super().__init__(model)
         if stream not in model.inputs:
             raise NmtkitError(f"--shortlist: this {type(model).__name__} model reads no text input {stream!r} whose "
                               "words could pick a shortlist", exit_code=2)
@@ -109,8 +110,7 @@ class Shortlisted(Seq2Seq):
             wrapped = ShortlistedLinear(layer, layer.weight, layer.bias)
             setattr(model.get_submodule(parent), attribute, wrapped)
             self.layers.append(wrapped)
-        self.model, self.shortlist, self.stream = model, shortlist, stream
-        self.inputs, self.attention_labels = model.inputs, model.attention_labels
+        self.shortlist, self.stream = shortlist, stream
         self.batch_ids: Optional[torch.Tensor] = None  #: the target ids of the current batch's shortlist
 
     def encode(self, batch: Batch) -> DecoderState:
@@ -137,20 +137,3 @@ class Shortlisted(Seq2Seq):
     def output_ids(self, tokens: Sequence[int]) -> list[int]:
         assert self.batch_ids is not None
         return self.batch_ids[torch.as_tensor(list(tokens), dtype=torch.long)].tolist()
-
-    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
-        return self.model.max_output_len(batch, a, b)
-
-    def input_limit(self) -> Optional[int]:
-        return self.model.input_limit()
-
-    def output_limit(self) -> Optional[int]:
-        return self.model.output_limit()
-
-    def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
-        self.model.choose_attention(layer, head)
-
-    @contextmanager
-    def attention_weights(self, wanted: bool) -> Iterator[None]:
-        with self.model.attention_weights(wanted):
-            yield

@@ -6,8 +6,10 @@ import shutil
 import pytest
 import torch
 
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
 from nmtkit.data.batching import make_batch
 from nmtkit.data.edits import apply_edits, edit_operations
+from nmtkit.data.vocab import WordVocab
 from nmtkit.inference import load_model
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.search.attention_file import AttentionFile
@@ -282,6 +284,31 @@ def test_a_post_editing_model_writes_its_edits_applied_to_the_mt(ape_ckpt, two_i
     texts = [row.split(" ||| ")[1] for row in nbest]
     assert len(texts) == 10 and texts[0::2] == lines
     assert not any("<keep>" in t or "<delete>" in t for t in texts)
+
+
+def test_edit_costs_make_a_post_editing_model_conservative(ape_ckpt, trained_ckpt, two_inputs, tmp_path):
+    a, b = two_inputs / "test.en", two_inputs / "test.mt"
+    mt = b.read_text().splitlines()
+    checkpoint = load_checkpoint(ape_ckpt)  # the tiny model keeps the MT as it is: made to insert "und" everywhere
+    und = WordVocab(checkpoint["vocab"]["tgt"]["tokens"]).encode("und")[0]
+    checkpoint["model"]["decoder.readout.output.bias"][und] += 10.0
+    eager = tmp_path / "eager.pt"
+    save_checkpoint(eager, checkpoint)
+    plain = run(["translate", "-m", eager, "-i", a, "-i", b, "--beam", 3]).stdout
+    assert plain.splitlines() != mt  # it edits
+    assert run(["translate", "-m", eager, "-i", a, "-i", b, "--beam", 3, "--edit-cost", 0]).stdout == plain
+    for search in (["--beam", 3], ["--greedy"]):  # edits too dear: the MT as it is
+        out = run(["translate", "-m", eager, "-i", a, "-i", b, *search, "--edit-cost", 1e6]).stdout
+        assert out.splitlines() == mt
+    r = run(["translate", "-m", trained_ckpt, "--edit-cost", 1], input="1 2\n", ok=False)
+    assert r.exit_code == 2 and r.stderr.splitlines() == [
+        "error: --edit-cost: this rnnsearch model outputs text, not edit operations (a post-editing model's corpus "
+        "is made with preprocess --ape-edits)"]
+    (tmp_path / "lex").write_text("1 eins\n")
+    r = run(["translate", "-m", ape_ckpt, "-i", a, "-i", b, "--edit-cost", 1, "--shortlist", tmp_path / "lex"], ok=False)
+    assert r.exit_code == 2 and "--edit-cost: post-editing models decode without --shortlist" in r.stderr
+    r = run(["translate", "-m", ape_ckpt, "-i", a, "-i", b, "--edit-cost", -1], ok=False)
+    assert r.exit_code == 2 and "--edit-cost" in r.stderr
 
 
 def test_perplexity_of_a_post_editing_model_scores_the_edit_operations(ape_ckpt, two_inputs, tmp_path):
