@@ -149,20 +149,37 @@ class JointAttention(Combination):
 
 
 class FlatCombination(JointAttention):
-    """One softmax over the states of every encoder and the sentinel (Eq. 6-7; the sentinel as Eq. 5)."""
+    """One softmax over the states of every encoder and the sentinel (Eq. 6-7; the sentinel as Eq. 5).
+
+    With ``balance`` (not in the paper), each encoder's weights are divided by its number of states T_k before the
+    joint normalisation, α^(k)_j ∝ exp(e^(k)_j) / T_k (an energy offset of −log T_k): with equal energies every
+    encoder, and the sentinel, gets the same mass, where the plain softmax gives each encoder mass in proportion to
+    its length (an image's 49 or 196 cells beside a few words)."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int,
+                 balance: bool = False):
+        super().__init__(query_size, sizes, att_size, share, sentinel_size)
+        self.balance = balance
 
     def start(self, get: Getter) -> Tensors:
-        """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end."""
+        """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end (with
+        ``balance``, each state's offset −log T_k too)."""
+        masks = [get(f"mask.{n}") for n in self.names]
         out = {"keys": torch.cat([self.energy[n](get(f"memory.{n}")) for n in self.names], 1),
-               "mask": torch.cat([get(f"mask.{n}") for n in self.names], 1)}
+               "mask": torch.cat(masks, 1)}
         if self.value is not None:
             out["values"] = torch.cat([self.value[n](get(f"memory.{n}")) for n in self.names], 1)
+        if self.balance:
+            out["offsets"] = torch.cat([-m.sum(1, keepdim=True).clamp(min=1).float().log().expand(m.shape)
+                                        for m in masks], 1)
         return out
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
         q = self.query(s)
         keys, mask = get("keys"), get("mask")
         scores = additive_scores(keys + q.unsqueeze(1), self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a
+        if self.balance:
+            scores = scores + get("offsets").to(scores.dtype)
         if sentinel is not None:  # e^(ψ)_i, Eq. 5, one more column of the joint softmax
             scores = torch.cat([scores, additive_scores(self.energy[SENTINEL](sentinel) + q, self.v).unsqueeze(1)], 1)
             mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
@@ -199,16 +216,19 @@ STRATEGIES = ("concat", "flat", "hierarchical")
 
 
 def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool = False,
-                     sentinel_size: int = 0) -> Combination:
+                     sentinel_size: int = 0, balance: bool = False) -> Combination:
     """The combination ``strategy`` of encoders of ``sizes`` for a ``query_size`` decoder state; ``sentinel_size``
-    > 0 adds the sentinel (flat and hierarchical only, like ``share``)."""
+    > 0 adds the sentinel (flat and hierarchical only, like ``share``); ``balance``: flat's weights divided by each
+    encoder's length."""
+    if balance and strategy != "flat":
+        raise ValueError(f"balance_encoders weighs the states of flat's joint softmax; combination {strategy} has none")
     if strategy == "concat":
         if share or sentinel_size:
             raise ValueError("combination concat has no shared projections and no sentinel (Table 1): use flat or "
                              "hierarchical")
         return ConcatCombination(query_size, sizes, att_size)
     if strategy == "flat":
-        return FlatCombination(query_size, sizes, att_size, share, sentinel_size)
+        return FlatCombination(query_size, sizes, att_size, share, sentinel_size, balance)
     if strategy == "hierarchical":
         return HierarchicalCombination(query_size, sizes, att_size, share, sentinel_size)
     raise ValueError(f"unknown combination {strategy!r} (known: {', '.join(STRATEGIES)})")

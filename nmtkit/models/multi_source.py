@@ -44,6 +44,9 @@ OPTIONS = RNN_OPTIONS + [
     Option("feature_norm", True, "normalise each image feature vector (LayerNorm) before its projection"),
     Option("bounded_features", False, "pass the image's projected features through tanh, so that its states lie in "
                                       "(-1, 1) like the text encoders' GRU states"),
+    Option("balance_encoders", False, "flat: divide each encoder's weights by its number of states in the joint "
+                                      "softmax, so that an encoder gets no more attention for having more states (an "
+                                      "image's cells beside a few words); not in the paper"),
 ]
 
 
@@ -52,8 +55,10 @@ class MultiSourceDecoder(RNNDecoder):
     ``mask.NAME`` of the state, and whose s_0 reads every encoder's mean state."""
 
     def __init__(self, emb_size: int, sizes: Mapping[str, int], dec_size: int, att_size: int, readout_size: int,
-                 tgt_vocab: int, dropout: float, cell: str, combination: str, share: bool, sentinel: bool):
-        attention = make_combination(combination, dec_size, sizes, att_size, share, dec_size if sentinel else 0)
+                 tgt_vocab: int, dropout: float, cell: str, combination: str, share: bool, sentinel: bool,
+                 balance: bool = False):
+        attention = make_combination(combination, dec_size, sizes, att_size, share, dec_size if sentinel else 0,
+                                     balance)
         super().__init__(emb_size, attention.context_size, dec_size, att_size, readout_size, tgt_vocab, dropout,
                          cell, attention=attention, summary_size=sum(sizes.values()))
         self.sentinel = Sentinel(emb_size, dec_size) if sentinel else None
@@ -89,7 +94,8 @@ class MultiSource(RNNDecoding):
                  enc_size: int = 256, dec_size: int = 512, att_size: int = 0, readout_size: int = 0,
                  dropout: float = 0.2, tie_embeddings: bool = False, param_init: float = 0.1,
                  decoder_cell: str = "gru", combination: str = "hierarchical", sentinel: bool = False,
-                 share_projections: bool = False, feature_norm: bool = True, bounded_features: bool = False):
+                 share_projections: bool = False, feature_norm: bool = True, bounded_features: bool = False,
+                 balance_encoders: bool = False):
         """``streams``: input name -> (kind, vocabulary size or feature size), in the encoders' order."""
         super().__init__()
         readout_size = readout_size or emb_size
@@ -106,7 +112,8 @@ class MultiSource(RNNDecoding):
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
         sizes = {name: e.output_size for name, e in self.encoders.items()}
         self.decoder = MultiSourceDecoder(emb_size, sizes, dec_size, att_size or dec_size, readout_size, tgt_vocab,
-                                          dropout, decoder_cell, combination, share_projections, sentinel)
+                                          dropout, decoder_cell, combination, share_projections, sentinel,
+                                          balance_encoders)
         if combination != "concat":
             self.attention_labels = {"encoders": self.decoder.combination.labels}
         self.dropout = nn.Dropout(dropout)

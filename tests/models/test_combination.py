@@ -22,9 +22,9 @@ def memories(sizes=SIZES, lengths=LENGTHS):
     return state
 
 
-def run(strategy, share=False, sentinel=False, sizes=SIZES, lengths=LENGTHS):
+def run(strategy, share=False, sentinel=False, sizes=SIZES, lengths=LENGTHS, balance=False):
     torch.manual_seed(0)
-    comb = make_combination(strategy, H, sizes, A, share, H if sentinel else 0)
+    comb = make_combination(strategy, H, sizes, A, share, H if sentinel else 0, balance)
     for p in comb.parameters():  # larger weights than the default, so that the distributions are far from uniform
         torch.nn.init.uniform_(p, -1, 1)
     state = memories(sizes, lengths)
@@ -60,6 +60,34 @@ def test_flat_is_one_distribution_over_all_states_eq_6_7(share, sentinel):
     for n in SIZES:
         assert (per_encoder[n][~state[f"mask.{n}"]] == 0).all()
     assert over.size(1) == len(SIZES) + sentinel
+
+
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_balanced_flat_divides_each_encoders_weights_by_its_length(sentinel):
+    lengths = {"src": [3, 1], "mt": [2, 4]}
+    comb, state, s, psi, (context, per_encoder, over) = run("flat", sentinel=sentinel, balance=True)
+    items = {n: (state[f"memory.{n}"], state[f"mask.{n}"]) for n in SIZES}
+    if sentinel:
+        items[SENTINEL] = (psi.unsqueeze(1), torch.ones(2, 1, dtype=torch.bool))
+    for b in range(2):
+        e = torch.cat([energy(comb.v, comb.energy[n](h[b][m[b]]) + comb.query(s[b])) for n, (h, m) in items.items()])
+        counts = torch.cat([torch.full((lengths[n][b],), float(lengths[n][b])) for n in SIZES] +
+                           ([torch.ones(1)] if sentinel else []))
+        alpha = torch.exp(e) / counts
+        alpha = alpha / alpha.sum()  # exp(e) / T_k, normalised jointly
+        c = torch.cat([comb.value[n](h[b][m[b]]) for n, (h, m) in items.items()]).T @ alpha
+        assert torch.allclose(context[b], c, atol=1e-5)
+        real = torch.cat([per_encoder[n][b][state[f"mask.{n}"][b]] for n in SIZES])
+        assert torch.allclose(real, alpha[:len(real)], atol=1e-6)
+    plain = run("flat", sentinel=sentinel)[-1][2]
+    assert not torch.allclose(over, plain, atol=1e-3)
+    # equal energies: every encoder (and the sentinel) gets the same mass, whatever its length
+    torch.nn.init.zeros_(comb.v.weight)
+    _, _, over = comb(s, state.__getitem__, psi)
+    assert torch.allclose(over, torch.full_like(over, 1 / over.size(1)), atol=1e-6)
+    for strategy in ("concat", "hierarchical"):
+        with pytest.raises(ValueError, match=f"balance_encoders .* combination {strategy} has none"):
+            make_combination(strategy, H, SIZES, A, balance=True)
 
 
 @pytest.mark.parametrize("share", [False, True])

@@ -18,6 +18,7 @@ CONFIG = dict(arch="multi-source", emb_size=16, enc_size=8, dec_size=24, att_siz
 CONFIGS = [dict(combination="concat")] + [dict(combination=c, share_projections=share, sentinel=sentinel)
                                           for c in ("flat", "hierarchical") for share in (False, True)
                                           for sentinel in (False, True)]
+BALANCED = dict(combination="flat", balance_encoders=True, sentinel=True)
 
 
 def model(meta=META, **over):
@@ -34,7 +35,7 @@ def batch(lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4), (4, 6, 1))):
 
 
 @pytest.mark.parametrize("cell", ["gru", "cgru"])
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("config", CONFIGS + [BALANCED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(config, cell):
     assert_forward_equals_steps(model(decoder_cell=cell, **config), batch())
 
@@ -62,7 +63,7 @@ def test_attention_names_sums_and_padding(config):
         assert torch.allclose(total, torch.ones_like(total), atol=1e-6)
 
 
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1]])
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1], BALANCED])
 def test_padding_in_a_batch_does_not_change_a_sentence(config):
     m, b = model(**config), batch()
     alone = make_batch({"src": [b["src"].data[1, :2].tolist()], "mt": [b["mt"].data[1, :6].tolist()],
