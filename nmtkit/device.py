@@ -1,6 +1,7 @@
 """Devices: choosing one, and recognising running out of its memory."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -10,17 +11,21 @@ from nmtkit.errors import NmtkitError
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto`` is the first GPU if there is one, else the CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
+    """``auto`` is the first GPU if there is one, else the CPU; made ready for work (:func:`prepare`)."""
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+    check_available(device, name)
+    prepare(device)
+    return device
+
+
+def check_available(device: torch.device, name: str) -> None:
+    """That the device named ``name`` exists here (else a one-line error naming the option's value)."""
     if device.type == "cuda" and not torch.cuda.is_available():
         raise NmtkitError(f"--device {name}: no CUDA device is available", exit_code=2)
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise NmtkitError(f"--device {name}: there are only {torch.cuda.device_count()} CUDA devices", exit_code=2)
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise NmtkitError(f"--device {name}: no MPS device is available", exit_code=2)
-    return device
 
 
 def is_out_of_memory(e: BaseException) -> bool:
@@ -45,8 +50,28 @@ def native_bfloat16() -> bool:
 
 
 def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
-    """The type mixed precision computes in on ``device``: float16 on CUDA GPUs, bfloat16 on other accelerators and
-    on CPUs that have it natively; None (float32) on other CPUs, where emulated bfloat16 is slower."""
+    """The type mixed precision computes in on ``device``: bfloat16 on CUDA GPUs that support it (Ampere and later:
+    no loss scaling needed), float16 (with loss scaling) on older ones, bfloat16 on other accelerators and on CPUs
+    that have it natively; None (float32) on other CPUs, where emulated bfloat16 is slower."""
     if device.type == "cuda":
-        return torch.float16
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return None if device.type == "cpu" and not native_bfloat16() else torch.bfloat16
+
+
+def prepare(device: torch.device) -> None:
+    """Settings for fast work on ``device``, before its first use: on CUDA, TF32 for float32 matrix products and
+    convolutions (Ampere and later; 10 mantissa bits, as PyTorch's "high" precision) and, unless the user set
+    PYTORCH_CUDA_ALLOC_CONF, the caching allocator's expandable segments (batches of ever new shapes then reuse
+    memory instead of fragmenting it). Nothing elsewhere."""
+    if device.type != "cuda":
+        return
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    if "PYTORCH_CUDA_ALLOC_CONF" not in os.environ and not torch.cuda.is_initialized():
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+
+
+def peak_memory_gb(device: torch.device) -> Optional[float]:
+    """The most memory tensors have held on a CUDA ``device`` so far, in GB (a host-side counter: no device sync);
+    None elsewhere."""
+    return round(torch.cuda.max_memory_allocated(device) / 1e9, 3) if device.type == "cuda" else None

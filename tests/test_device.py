@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -20,3 +22,44 @@ def test_a_device_this_machine_lacks_is_a_one_line_error(name, available, messag
         pytest.skip(f"this machine has {name}")
     with pytest.raises(NmtkitError, match=message):
         pick_device(name)
+
+
+@pytest.mark.parametrize("bf16,dtype", [(True, torch.bfloat16), (False, torch.float16)])
+def test_mixed_precision_on_a_gpu_is_bfloat16_where_it_can_be(monkeypatch, bf16, dtype):
+    from nmtkit.device import autocast_dtype
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
+    assert autocast_dtype(torch.device("cuda")) == dtype  # float16 only on GPUs without bfloat16 (loss scaled)
+
+
+def test_a_gpu_is_prepared_with_tf32_and_expandable_segments(monkeypatch):
+    from nmtkit.device import prepare
+
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    prepare(torch.device("cpu"))  # nothing for the CPU
+    assert not torch.backends.cuda.matmul.allow_tf32 and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    prepare(torch.device("cuda"))
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")  # the user's own setting stays
+    prepare(torch.device("cuda"))
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:128"
+
+
+@pytest.mark.parametrize("name,fused", [("adam", True), ("sgd", True), ("adadelta", None)])
+def test_optimisers_run_fused_on_a_gpu(name, fused):
+    from nmtkit.train.optim import make_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    on_gpu = make_optimizer(name, params, 0.1, device=torch.device("cuda"))
+    assert on_gpu.defaults.get("fused") == fused
+    assert not make_optimizer(name, params, 0.1, device=torch.device("cpu")).defaults.get("fused")
+
+
+def test_peak_gpu_memory_is_read_on_gpus_only():
+    from nmtkit.device import peak_memory_gb
+
+    assert peak_memory_gb(torch.device("cpu")) is None

@@ -65,8 +65,8 @@ TRAIN_OPTIONS = [
                                  "context and state norms) into train.jsonl"),
     Option("seed", 1, "random seed (batch order, initialisation, dropout)", allows=Range(0, 2**32 - 1)),
     Option("device", "auto", "cpu, cuda, cuda:N, mps, or auto (a GPU if there is one)", allows=DEVICE),
-    Option("amp", False, "automatic mixed precision (float16 on GPUs, bfloat16 on CPUs that have it natively, else "
-                         "float32 with a warning)"),
+    Option("amp", False, "automatic mixed precision (bfloat16 on GPUs that have it, else float16 with loss scaling; "
+                         "bfloat16 on CPUs that have it natively, else float32 with a warning)"),
     Option("threads", 0, "CPU threads for PyTorch (0: PyTorch's default)", allows=THREADS),
     Option("dist_timeout", 300.0, "seconds to wait for all torchrun processes to join before giving up",
            allows=Range(0, 7 * 24 * 3600, low_open=True)),

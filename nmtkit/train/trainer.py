@@ -26,7 +26,7 @@ from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
 from nmtkit.data.verify import verify_corpus
-from nmtkit.device import autocast_dtype, is_out_of_memory, pick_device
+from nmtkit.device import autocast_dtype, is_out_of_memory, peak_memory_gb, pick_device
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
@@ -92,7 +92,8 @@ class Trainer:
                 if isinstance(m, nn.Embedding):
                     m.weight.requires_grad_(False)
         self.optimizer = make_optimizer(config["optimizer"], self.model.parameters(), config["lr"],
-                                        config["weight_decay"], (config["adam_beta1"], config["adam_beta2"]))
+                                        config["weight_decay"], (config["adam_beta1"], config["adam_beta2"]),
+                                        self.device)
         self.schedule = make_schedule(config, config["lr"])
         set_lr(self.optimizer, self.schedule.lr)
         self.stopping = EarlyStopping(config["decay_metric"], config["patience"])
@@ -309,6 +310,9 @@ class Trainer:
         record = {"type": "train", "step": p.step, "epoch": p.epoch, "loss": round(loss, 5),
                   "ppl": round(perplexity(p.window_loss, p.window_tokens), 3), "tok_per_s": round(speed, 1),
                   "lr": self.schedule.lr, "elapsed_s": round(p.elapsed, 2)}
+        peak = peak_memory_gb(self.device)
+        if peak is not None:
+            record["peak_gpu_gb"] = peak
         if self.diagnostics:
             record["diagnostics"], self.diagnostics = self.diagnostics, {}
         if self.dist.is_main:
