@@ -1,0 +1,185 @@
+"""The Python side of bench/gpu_check.sh (issue 33): its data, each architecture's options and decoding command, the
+Transformer's arithmetic against the GPU's matrix rate, and the one summary file.
+
+    python bench/gpu_check.py multimodal NUMBERS OUT        numbers corpus -> OUT/{train,valid,test}.{en,mt,de,img}
+                                                            and OUT/{train,valid,test}.npy (random 7x7 grids)
+    python bench/gpu_check.py options ARCH tiny|default      the size options of ARCH, one per line
+    python bench/gpu_check.py decode CHECKPOINT DIR         the decoding command of a model of DIR's corpus
+    python bench/gpu_check.py rate CHECKPOINT CORPUS BATCH DEVICE
+                                                            FLOP per target token of one training batch, and the
+                                                            device's matrix rate in its mixed precision
+    python bench/gpu_check.py summary OUT                   OUT/summary.txt from the logs under OUT
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+GRID, DIM = 49, 64  #: the multimodal corpus' image: a 7 x 7 grid of 64 random features
+#: the models of the every-architecture check: small (``tiny``, for the CPU smoke test) or the architectures'
+#: own defaults; only the options an architecture has are given it
+TINY = {"emb_size": 32, "enc_size": 32, "dec_size": 48, "d_model": 32, "ffn_size": 64, "heads": 2, "enc_layers": 1,
+        "dec_layers": 1, "layers": 1}
+
+
+def multimodal(numbers: str, out: str) -> None:
+    """English, a damaged German (every third word dropped: the ``mt`` input), German, and an image of random
+    features per line, from the numbers corpus of ``nmtkit demo-corpus``."""
+    import numpy as np
+
+    source, target = Path(numbers), Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for split in ("train", "valid", "test"):
+        en = (source / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        de = (source / f"{split}.de").read_text(encoding="utf-8").splitlines()
+        mt = [" ".join(w for k, w in enumerate(line.split()) if k % 3 != 2) or line for line in de]
+        for suffix, lines in (("en", en), ("de", de), ("mt", mt), ("img", [f"{split}{i}" for i in range(len(en))])):
+            (target / f"{split}.{suffix}").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        np.save(target / f"{split}.npy", rng.standard_normal((len(en), GRID, DIM)).astype(np.float16))
+
+
+def options(arch: str, size: str) -> None:
+    from nmtkit.models.registry import get_spec, load_plugins, model_names
+
+    load_plugins()
+    if arch not in model_names():
+        return  # train names the unknown architecture itself
+    names = {o.name for o in get_spec(arch).options}
+    if size == "tiny":
+        for name, value in TINY.items():
+            if name in names:
+                print(f"--{name.replace('_', '-')}", value, sep="\n")
+
+
+def decode(checkpoint: str, folder: str) -> None:
+    """``translate`` (or ``caption``, for a model of images alone) with the inputs the model reads, from the test
+    files of the multimodal corpus in ``folder``."""
+    from nmtkit.inference import load_model
+
+    model = load_model(checkpoint).model
+    texts = [name for name in model.inputs if name != "image"]
+    files = {"src": "en", "mt": "mt"}
+    words = ["caption" if not texts else "translate", "-m", checkpoint]
+    for name in texts:
+        words += ["-i", f"{folder}/test.{files[name]}"]
+    if "image" in model.inputs:
+        words += ["--features", f"{folder}/test.npy"]
+    print("\n".join(words))
+
+
+def rate(checkpoint: str, corpus: str, batch_tokens: str, device_name: str) -> None:
+    """FLOP of one training step (forward and backward, every matrix product: ``torch.utils.flop_counter``) per
+    target token of a batch of the corpus, and the device's matrix-multiply rate at d_model x 4 d_model in its mixed
+    precision (float32 on a CPU), as JSON."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from nmtkit.data.batching import TrainingBatches
+    from nmtkit.data.shards import Corpus
+    from nmtkit.device import autocast_dtype, pick_device
+    from nmtkit.inference import load_model
+    from nmtkit.models.loss import cross_entropy
+
+    device = pick_device(device_name)
+    loaded = load_model(checkpoint, device)
+    model = loaded.model.train()
+    shards = Corpus.open(corpus).shard_paths("train")
+    batch = next(iter(TrainingBatches(shards, int(batch_tokens), by_tokens=True).epoch(1))).to(device)
+    dtype = autocast_dtype(device) or torch.float32
+    counter = FlopCounterMode(display=False)
+    with counter, torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        (cross_entropy(model(batch).logits.float(), batch.tgt_out) / batch.tgt_tokens).backward()
+    d = int(loaded.config.get("d_model", 512))
+    a = torch.randn(8192, d, device=device, dtype=dtype)
+    b = torch.randn(d, 4 * d, device=device, dtype=dtype)
+    best = float("inf")
+    for _ in range(20):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    print(json.dumps({"flop_per_token": counter.get_total_flops() / batch.tgt_tokens,
+                      "matmul_flops": 2 * 8192 * d * 4 * d / best, "dtype": str(dtype).replace("torch.", "")}))
+
+
+def _records(path: Path, kind: str) -> list[dict]:
+    if not path.exists():
+        return []
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == kind]
+
+
+def _decoding(log: Path) -> str:
+    """``N lines, X lines/s`` from a decoding command's log, or what went wrong."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    found = re.search(r"(?:translated|captioned) (\d+) lines in ([\d.]+) s \(([\d.]+) lines/s", text)
+    if found:
+        return f"{found[1]} lines, {float(found[3]):,.1f} lines/s"
+    return "FAILED: " + (text.strip().splitlines() or ["no log"])[-1][:100]
+
+
+def summary(out: str) -> None:
+    """The one summary file: the machine; every architecture's check; the Transformers' speed by window (epoch 1
+    apart), peak GPU memory, share of the matrix rate, and decoding speed."""
+    import torch
+
+    root = Path(out)
+    lines = [f"# bench/gpu_check.sh, {time.strftime('%Y-%m-%d %H:%M')}",
+             f"torch {torch.__version__}, CUDA {torch.version.cuda}, python {platform.python_version()}",
+             f"device: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else f'CPU, {os.cpu_count()} cores'}",
+             "", "## every architecture: trained, then decoded", "",
+             "| architecture | updates | last loss | tok/s (last window) | peak GPU GB | decoding |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    failed = 0
+    tried = sorted(log.name[:-len(".train.log")] for log in (root / "logs").glob("*.train.log")
+                   if not log.name.endswith(".base.train.log"))
+    for arch in tried:
+        train = _records(root / "arch" / arch / "train.jsonl", "train")
+        decoded = _decoding(root / "logs" / f"{arch}.decode.log")
+        failed += not train or decoded.startswith("FAILED")
+        last = train[-1] if train else {}
+        lines.append(f"| {arch} | {last.get('step', 'FAILED')} | {last.get('loss', '')} | "
+                     f"{last.get('tok_per_s', 0):,.0f} | {last.get('peak_gpu_gb', '-')} | {decoded} |")
+    lines += ["", f"{failed} architecture(s) failed" if failed else "every architecture trained and decoded"]
+    for log in sorted((root / "logs").glob("*.base.train.log")):
+        base = root / "base" / log.name[:-len(".base.train.log")]
+        train = _records(base / "train.jsonl", "train")
+        if not train:
+            lines += ["", f"## {base.name}: FAILED: " + (log.read_text(errors="replace").strip().splitlines()
+                                                         or ["no log"])[-1][:100]]
+            continue
+        rate_file = base.parent / f"{base.name}.rate.json"
+        rates = json.loads(rate_file.read_text()) if rate_file.exists() else None
+        lines += ["", f"## {base.name}: tok/s per window of {train[0]['step']} updates", "",
+                  "| updates to | epoch | tok/s | peak GPU GB | share of the matrix rate |", "| ---: | ---: | ---: | ---: | ---: |"]
+        for r in train:
+            share = f"{100 * r['tok_per_s'] * rates['flop_per_token'] / rates['matmul_flops']:.1f}%" if rates else "-"
+            lines.append(f"| {r['step']} | {r['epoch']} | {r['tok_per_s']:,.0f} | {r.get('peak_gpu_gb', '-')} | {share} |")
+        first = [r["tok_per_s"] for r in train if r["epoch"] == 1]
+        later = [r["tok_per_s"] for r in train if r["epoch"] > 1]
+        lines.append("")
+        lines.append(f"median tok/s, epoch 1: {statistics.median(first):,.0f}" if first else "no window in epoch 1")
+        lines.append(f"median tok/s, later epochs: {statistics.median(later):,.0f}" if later else "no later epoch")
+        if rates:
+            lines.append(f"{rates['flop_per_token'] / 1e6:,.1f} MFLOP per target token (forward and backward); matrix "
+                         f"multiply {rates['matmul_flops'] / 1e12:.1f} TFLOP/s in {rates['dtype']}")
+        for mode in ("greedy", "beam5"):
+            lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
+    (root / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    if failed or any("FAILED" in line for line in lines):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    {"multimodal": multimodal, "options": options, "decode": decode, "rate": rate,
+     "summary": summary}[sys.argv[1]](*sys.argv[2:])
