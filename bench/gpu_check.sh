@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One check of a GPU (issue 33), about 5-8 minutes on one H100-class GPU: everything it measures goes into OUT/summary.txt,
-# the logs into OUT/logs.tar.gz.
+# One check of a GPU (issue 33), about 5-8 minutes on one H100-class GPU: everything it measures goes into
+# OUT/summary.txt, the logs into OUT/logs.tar.gz.
 #   1. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
@@ -12,7 +12,8 @@
 # Usage: bench/gpu_check.sh [OUT]    (default bench/runs/gpu_check; a folder it made before is replaced)
 # Environment: DEVICE (default cuda), STEPS (20), LINES (50), BASE_STEPS (200), BASE_BATCH (8192), CORPUS (a folder of
 #   {train,dev,test}.{en,de} for step 2, with SPM its SentencePiece model, e.g. ../shared/bench/lo-ende-sp8k's
-#   files; default the numbers corpus of `nmtkit demo-corpus`, PAIRS pairs, default 200000, word vocabulary),
+#   files; default the numbers corpus of `nmtkit demo-corpus`, PAIRS pairs, default 100000: about 90 updates an
+#   epoch, so that 200 updates reach epoch 3; word vocabulary),
 #   ARCHS (default every registered architecture), BASE_ARCHS (default transformer bitatt-transformer), TINY=1 (small
 #   models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit status 1 if any step failed.
 set -euo pipefail
@@ -50,8 +51,9 @@ load_plugins()
 print(*model_names())")}
 for arch in $archs; do
   mapfile -t sizes < <(helper options "$arch" "$size")
-  if nmtkit train --data "$out/mm/data" --arch "$arch" "${sizes[@]}" --device "$device" --amp --batch-size 32 \
-       --max-steps "$steps" --log-every $((steps < 5 ? steps : 5)) --valid-every "$steps" --valid-max-sentences 10 --save-every 0 \
+  if nmtkit train --data "$out/mm/data" --arch "$arch" ${sizes[@]+"${sizes[@]}"} --device "$device" --amp \
+       --batch-size 32 --max-steps "$steps" --log-every $((steps < 5 ? steps : 5)) --valid-every "$steps" \
+       --valid-max-sentences 10 --save-every 0 \
        --save-dir "$out/arch/$arch" 2> "$logs/$arch.train.log"; then
     mapfile -t command < <(helper decode "$out/arch/$arch/last.pt" "$out/mm")
     nmtkit "${command[@]}" --device "$device" --beam 5 -o "$out/arch/$arch.test.de" 2> "$logs/$arch.decode.log" || true
@@ -63,7 +65,7 @@ echo "== 2. the Transformer base: $base_steps updates of $base_batch tokens, the
 if [ -n "${CORPUS:-}" ]; then
   text=$CORPUS vocab=(--src-vocab "${SPM:?SPM: the SentencePiece model of CORPUS}" --tgt-vocab "$SPM") valid=dev
 else
-  nmtkit demo-corpus "$out/text" --train "${PAIRS:-200000}" --valid 500 --test 500 2> "$logs/text.log"
+  nmtkit demo-corpus "$out/text" --train "${PAIRS:-100000}" --valid 500 --test 500 2> "$logs/text.log"
   text=$out/text vocab=(--vocab word:1000 --joint) valid=valid
 fi
 nmtkit preprocess --train "$text/train" --valid "$text/$valid" --test "$text/test" --src en --tgt de "${vocab[@]}" \
@@ -73,7 +75,8 @@ for arch in ${BASE_ARCHS:-transformer bitatt-transformer}; do
   if nmtkit train --data "$out/text.data" --arch "$arch" "${base[@]}" --share-embeddings --tie-embeddings \
        --label-smoothing 0.1 --batch-type tokens --batch-size "$base_batch" --optimizer adam --lr 0.0007 \
        --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
-       --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" --valid-max-sentences 50 --save-every 0 \
+       --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
+       --valid-max-sentences 50 --save-every 0 \
        --save-dir "$run" 2> "$logs/$arch.base.train.log"; then
     helper rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" > "$out/base/$arch.rate.json" \
       2> "$logs/$arch.rate.log" || rm -f "$out/base/$arch.rate.json"

@@ -53,8 +53,8 @@ def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
     """The type mixed precision computes in on ``device``: bfloat16 on CUDA GPUs that support it (Ampere and later:
     no loss scaling needed), float16 (with loss scaling) on older ones, bfloat16 on other accelerators and on CPUs
     that have it natively; None (float32) on other CPUs, where emulated bfloat16 is slower."""
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "cuda":  # natively from compute capability 8 (Ampere) on; emulated before, and slow
+        return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
     return None if device.type == "cpu" and not native_bfloat16() else torch.bfloat16
 
 

@@ -24,12 +24,14 @@ def test_a_device_this_machine_lacks_is_a_one_line_error(name, available, messag
         pick_device(name)
 
 
-@pytest.mark.parametrize("bf16,dtype", [(True, torch.bfloat16), (False, torch.float16)])
-def test_mixed_precision_on_a_gpu_is_bfloat16_where_it_can_be(monkeypatch, bf16, dtype):
+@pytest.mark.parametrize("capability,dtype", [((9, 0), torch.bfloat16), ((8, 0), torch.bfloat16),
+                                              ((7, 5), torch.float16), ((7, 0), torch.float16)])
+def test_mixed_precision_on_a_gpu_is_bfloat16_where_it_is_native(monkeypatch, capability, dtype):
     from nmtkit.device import autocast_dtype
 
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
-    assert autocast_dtype(torch.device("cuda")) == dtype  # float16 only on GPUs without bfloat16 (loss scaled)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # emulated counts there: not enough
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert autocast_dtype(torch.device("cuda")) == dtype  # float16 (loss scaled) before Ampere
 
 
 def test_a_gpu_is_prepared_with_tf32_and_expandable_segments(monkeypatch):
@@ -37,7 +39,8 @@ def test_a_gpu_is_prepared_with_tf32_and_expandable_segments(monkeypatch):
 
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "")  # recorded, so that the test's setting is undone
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     prepare(torch.device("cpu"))  # nothing for the CPU
     assert not torch.backends.cuda.matmul.allow_tf32 and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
@@ -63,3 +66,18 @@ def test_peak_gpu_memory_is_read_on_gpus_only():
     from nmtkit.device import peak_memory_gb
 
     assert peak_memory_gb(torch.device("cpu")) is None
+
+
+def test_a_state_saved_unfused_resumes_fused_with_its_step_counts_beside_the_parameters():
+    from nmtkit.train.optim import load_state_keeping_settings, make_optimizer
+
+    p = torch.nn.Parameter(torch.ones(3))
+    plain = make_optimizer("adam", [p], 0.1)
+    p.grad = torch.ones(3)
+    plain.step()
+    fused = make_optimizer("adam", [p], 0.1, device=torch.device("cuda"))  # CPU parameters: fused on the CPU here
+    load_state_keeping_settings(fused, plain.state_dict())
+    step = fused.state[p]["step"]
+    assert fused.param_groups[0]["fused"] and step.dtype == torch.float32 and step.device == p.device
+    fused.step()
+    assert float(fused.state[p]["step"]) == 2

@@ -48,7 +48,8 @@ DECODING_OPTIONS = [
     click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
-                 help="arithmetic: fp32; bf16 (autocast: GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
+                 help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
+                      "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
     click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)"),
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),

@@ -131,6 +131,8 @@ class TextStack(nn.Module):
 
 
 class MultiSourceTransformer(Transformer):
+    diagnostics_read_weights = True
+
     def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, combination: str = "serial",
                  feature_norm: bool = True, **options):
         """``streams``: input name -> (kind, vocabulary size or feature size), in order; the first is text."""

@@ -83,6 +83,8 @@ class Seq2Seq(nn.Module):
     #: when not (the Transformer's fused attention computes none); set it for a block with
     #: :meth:`attention_weights`. The search asks for them for attention files; training never does.
     weights_wanted: bool = False
+    #: Whether :meth:`diagnostics` reads attention weights, which ``train --diagnostics`` then asks for
+    diagnostics_read_weights: bool = False
 
     def choose_attention(self, layer: Optional[int] = None, head: Optional[int] = None) -> None:
         """Which attention weights the model gives when asked: those of a layer and head, for models that have

@@ -1,6 +1,7 @@
 """Optimisers."""
 from __future__ import annotations
 
+import inspect
 from typing import Iterable, Optional
 
 import torch
@@ -14,14 +15,19 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
     """Adam (with ``adam_betas``), Adadelta (rho 0.95, eps 1e-6 as in RNNSearch) or plain SGD; on a CUDA ``device``
     Adam and SGD run fused (one kernel for all parameters; the same update)."""
     params = [p for p in params if p.requires_grad]
-    fused = {"fused": True} if device is not None and device.type == "cuda" else {}
+    gpu = device is not None and device.type == "cuda"
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, betas=adam_betas, weight_decay=weight_decay, **fused)
+        return torch.optim.Adam(params, lr=lr, betas=adam_betas, weight_decay=weight_decay, **_fused(torch.optim.Adam, gpu))
     if name == "adadelta":
         return torch.optim.Adadelta(params, lr=lr, rho=0.95, eps=1e-6, weight_decay=weight_decay)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, **fused)
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, **_fused(torch.optim.SGD, gpu))
     raise ValueError(f"unknown optimizer {name!r}")
+
+
+def _fused(optimizer: type, gpu: bool) -> dict:
+    """``fused=True`` on a GPU where this PyTorch's ``optimizer`` has it (Adam since 2.0, SGD since 2.3)."""
+    return {"fused": True} if gpu and "fused" in inspect.signature(optimizer.__init__).parameters else {}
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
@@ -36,6 +42,11 @@ def load_state_keeping_settings(optimizer: torch.optim.Optimizer, state: dict) -
     optimizer.load_state_dict(state)
     for group, own in zip(optimizer.param_groups, settings):
         group.update(own)
+        if group.get("fused") or group.get("capturable"):  # their step counts live beside the parameters, as
+            for p in group["params"]:  # float32 (a state saved unfused keeps them on the CPU)
+                step = optimizer.state.get(p, {}).get("step")
+                if torch.is_tensor(step):
+                    optimizer.state[p]["step"] = step.to(p.device, torch.float32)
 
 
 def load_optimizer_by_name(model: torch.nn.Module, optimizer: torch.optim.Optimizer, ckpt: dict) -> None:

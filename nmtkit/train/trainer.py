@@ -209,10 +209,11 @@ class Trainer:
         """The forward decoder's summed negative log-likelihood of the gold tokens (what the log's loss and perplexity
         report: unsmoothed, comparable with validation's) and the loss to minimise: its label-smoothed cross-entropy,
         the auxiliary decoders' (Eq. 20, 23) and any extra terms of the model. With ``diagnose``, the model's
-        statistics of the pass join :attr:`diagnostics` (the pass computes attention weights for them: models with fused
-        attention then take their explicit path, the same maths with dropout drawn differently)."""
+        statistics of the pass join :attr:`diagnostics` (for a model whose statistics read attention weights, the pass
+        computes them: a Transformer then takes its explicit attention path, the same maths)."""
         with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None), \
-                self.model.attention_weights(True) if diagnose else contextlib.nullcontext():
+                self.model.attention_weights(True) if diagnose and self.model.diagnostics_read_weights \
+                else contextlib.nullcontext():
             out = self.net(batch)
             if diagnose:
                 with torch.no_grad():

@@ -65,3 +65,31 @@ def test_a_multi_source_transformer_run_logs_its_encoders_too(tmp_path, strategy
         assert abs(d["mass.src"] + d["mass.image"] - 1) < 1e-5
     else:
         assert d["grad.attention.src"] > 0 and d["grad.attention.image"] > 0 and not any(k.startswith("mass.") for k in d)
+
+
+def test_only_models_whose_diagnostics_read_weights_compute_them(corpus_dir, tmp_path, monkeypatch):
+    """The diagnosed pass asks for attention weights only where the model's statistics read them (the Transformers'
+    weights take the slower explicit attention path)."""
+    from contextlib import contextmanager
+
+    from nmtkit.models.seq2seq import Seq2Seq
+    from tests.conftest import run
+
+    asked = []
+    plain = Seq2Seq.attention_weights
+
+    @contextmanager
+    def spy(self, wanted):
+        asked.append((type(self).__name__, wanted))
+        with plain(self, wanted):
+            yield
+
+    monkeypatch.setattr(Seq2Seq, "attention_weights", spy)
+    run(["train", "--data", corpus_dir, "--arch", "transformer", "--d-model", 16, "--ffn-size", 32, "--heads", 2,
+         "--enc-layers", 1, "--dec-layers", 1, "--max-steps", 4, "--log-every", 2, "--valid-every", 4,
+         "--diagnostics", "--save-dir", tmp_path / "run"])
+    assert asked and ("Transformer", True) not in asked  # validation's search asks for none either
+    assert Seq2Seq.diagnostics_read_weights is False
+    from nmtkit.models.multi_source_transformer import MultiSourceTransformer
+
+    assert MultiSourceTransformer.diagnostics_read_weights  # (its run asks: test_a_multi_source_transformer_run...)
