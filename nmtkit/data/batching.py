@@ -97,10 +97,20 @@ class Batch:
 Ids = Union[Sequence[int], np.ndarray]
 
 
-def pad(seqs: Sequence[Ids], bos: bool = False, eos: bool = False) -> torch.Tensor:
-    """Stack id sequences into a ``[B, max_len]`` int64 tensor padded with 0."""
+def padded_width(width: int, multiple: int = 1, cap: Optional[int] = None) -> int:
+    """``width`` rounded up to a multiple of ``multiple`` (batch shapes from a small set: GPU kernels are chosen
+    and memory is cached per shape), but not past ``cap`` (a model's table of positions) unless ``width`` is."""
+    rounded = -(-width // multiple) * multiple
+    return max(width, min(rounded, cap)) if cap is not None else rounded
+
+
+def pad(seqs: Sequence[Ids], bos: bool = False, eos: bool = False, multiple: int = 1,
+        cap: Optional[int] = None) -> torch.Tensor:
+    """Stack id sequences into a ``[B, width]`` int64 tensor padded with 0: the longest sequence's width, or more
+    (:func:`padded_width`)."""
     extra = int(bos) + int(eos)
-    out = np.zeros((len(seqs), max((len(s) for s in seqs), default=0) + extra), dtype=np.int64)
+    width = padded_width(max((len(s) for s in seqs), default=0) + extra, multiple, cap)
+    out = np.zeros((len(seqs), width), dtype=np.int64)
     for i, s in enumerate(seqs):
         n = len(s)
         if bos:
@@ -111,9 +121,9 @@ def pad(seqs: Sequence[Ids], bos: bool = False, eos: bool = False) -> torch.Tens
     return torch.from_numpy(out)
 
 
-def make_stream(items: Sequence[Ids]) -> Stream:
-    """A padded stream from id lists (``</s>`` appended, as in training; possibly empty) or from feature
-    arrays ``[n, D]`` (2-D)."""
+def make_stream(items: Sequence[Ids], multiple: int = 1, cap: Optional[int] = None) -> Stream:
+    """A padded stream from id lists (``</s>`` appended, as in training; possibly empty; its width as :func:`pad`
+    makes it) or from feature arrays ``[n, D]`` (2-D; as long as the longest)."""
     first = np.asarray(items[0]) if len(items) else np.zeros(0, np.int64)
     if first.ndim == 2:
         arrays = [np.asarray(x) for x in items]
@@ -121,19 +131,24 @@ def make_stream(items: Sequence[Ids]) -> Stream:
         for i, a in enumerate(arrays):
             out[i, :len(a)] = a
         return Stream(torch.from_numpy(out), torch.tensor([len(a) for a in arrays], dtype=torch.int64))
-    return Stream(pad(items, eos=True), torch.tensor([len(s) + 1 for s in items], dtype=torch.int64))
+    return Stream(pad(items, eos=True, multiple=multiple, cap=cap),
+                  torch.tensor([len(s) + 1 for s in items], dtype=torch.int64))
 
 
 Inputs = Union[Mapping[str, Sequence], Sequence[Sequence[int]]]
 
 
-def make_batch(inputs: Inputs, tgt: Optional[Sequence[Ids]] = None) -> Batch:
-    """A batch from ``{stream: items}`` (a plain list of id lists is the ``src`` stream) and target id lists."""
+def make_batch(inputs: Inputs, tgt: Optional[Sequence[Ids]] = None, multiple: int = 1,
+               caps: Optional[Mapping[str, int]] = None) -> Batch:
+    """A batch from ``{stream: items}`` (a plain list of id lists is the ``src`` stream) and target id lists; token
+    widths padded up to a multiple of ``multiple``, within ``caps`` (widths by stream, ``tgt`` for the target)."""
     named = dict(inputs) if isinstance(inputs, Mapping) else {"src": inputs}
-    streams = {name: make_stream(items) for name, items in named.items()}
+    caps = caps or {}
+    streams = {name: make_stream(items, multiple, caps.get(name)) for name, items in named.items()}
     if tgt is None:
         return Batch(streams)
-    return Batch(streams, pad(tgt, bos=True), pad(tgt, eos=True))
+    cap = caps.get(TARGET)
+    return Batch(streams, pad(tgt, bos=True, multiple=multiple, cap=cap), pad(tgt, eos=True, multiple=multiple, cap=cap))
 
 
 def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: random.Random,
@@ -164,12 +179,14 @@ def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: r
     return batches
 
 
-def examples_batch(examples: Sequence[tuple[Shard, int]], target: bool = True) -> Batch:
-    """Examples ``(shard, index)`` as a batch: every input stream, and the target if asked and present."""
+def examples_batch(examples: Sequence[tuple[Shard, int]], target: bool = True, multiple: int = 1,
+                   caps: Optional[Mapping[str, int]] = None) -> Batch:
+    """Examples ``(shard, index)`` as a batch: every input stream, and the target if asked and present (widths as
+    :func:`make_batch` pads them)."""
     streams = examples[0][0].streams
     inputs = {name: [sh.get(name, i) for sh, i in examples] for name in streams if name != TARGET}
     tgt = [sh.get(TARGET, i) for sh, i in examples] if target and TARGET in streams else None
-    return make_batch(inputs, tgt)
+    return make_batch(inputs, tgt, multiple, caps)
 
 
 def example_lengths(shard: Shard, inputs_only: bool = False) -> np.ndarray:
@@ -185,13 +202,16 @@ class TrainingBatches:
 
     Only one shard is in memory at a time. With ``world_size`` > 1 every rank computes the
     same order and takes every ``world_size``-th batch, so ranks do equal numbers of steps.
-    Examples whose longest text stream exceeds ``max_len`` tokens are skipped and counted in ``skipped``.
+    Examples whose longest text stream exceeds ``max_len`` tokens are skipped and counted in ``skipped``. Token
+    widths are padded up to a multiple of ``pad_multiple`` within ``caps`` (:func:`make_batch`).
     """
 
     def __init__(self, shards: Sequence[Path], batch_size: int, by_tokens: bool = False, seed: int = 1,
-                 rank: int = 0, world_size: int = 1, max_len: Optional[int] = None):
+                 rank: int = 0, world_size: int = 1, max_len: Optional[int] = None, pad_multiple: int = 1,
+                 caps: Optional[Mapping[str, int]] = None):
         self.shards, self.batch_size, self.by_tokens = list(shards), batch_size, by_tokens
         self.seed, self.rank, self.world_size, self.max_len = seed, rank, world_size, max_len
+        self.pad_multiple, self.caps = pad_multiple, dict(caps or {})
         self.skipped = 0
 
     def epoch(self, epoch: int, skip: int = 0) -> Iterator[Batch]:
@@ -211,5 +231,5 @@ class TrainingBatches:
             usable = len(batches) - len(batches) % self.world_size
             for b in range(self.rank, usable, self.world_size):
                 if position >= skip:
-                    yield examples_batch([(shard, i) for i in keep[batches[b]]])
+                    yield examples_batch([(shard, i) for i in keep[batches[b]]], True, self.pad_multiple, self.caps)
                 position += 1

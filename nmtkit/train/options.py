@@ -27,6 +27,8 @@ TRAIN_OPTIONS = [
            "batch of their union", allows=Range(1, 1024)),
     Option("max_len", 100, "skip (and count) training pairs longer than this many tokens on either side",
            allows=POSITIVE),
+    Option("pad_multiple", 0, "pad each training batch's lengths up to a multiple of N (fewer distinct shapes for "
+           "the GPU's kernels and memory cache; 0: 8 on GPUs, 1 elsewhere)", allows=Range(0, 1024)),
     Option("optimizer", "adam", "optimiser", choices=OPTIMIZERS),
     Option("lr", None, "learning rate [default: the optimiser's usual one: Adam 0.001, Adadelta 1.0, SGD 0.1]",
            type=float, allows=ABOVE_ZERO),

@@ -35,7 +35,7 @@ from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.diagnostics import gradient_norms
 from nmtkit.train.distributed import DistInfo, broadcast
-from nmtkit.train.length_limits import check_length_limits
+from nmtkit.train.length_limits import check_length_limits, width_caps
 from nmtkit.train.optim import (
     DEFAULT_LR,
     load_optimizer_by_name,
@@ -108,7 +108,9 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.batches = TrainingBatches(self.corpus.shard_paths("train"), config["batch_size"],
                                        config["batch_type"] == "tokens", config["seed"], self.dist.rank,
-                                       self.dist.world_size, config["max_len"])
+                                       self.dist.world_size, config["max_len"],
+                                       config["pad_multiple"] or (8 if self.device.type == "cuda" else 1),
+                                       width_caps(self.model))
         self.amp_dtype = autocast_dtype(self.device) if config["amp"] else None
         if config["amp"] and self.amp_dtype is None and self.dist.is_main:
             warn(f"--amp: this {self.device.type.upper()} has no native bfloat16 arithmetic (AVX512-BF16 or AMX), "

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch
+from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch, padded_width
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.vocab import BOS, EOS, PAD
 
@@ -16,6 +16,16 @@ def test_make_batch_pads_and_adds_markers():
     assert b.tgt_in.tolist() == [[BOS, 9, PAD], [BOS, 10, 11]]
     assert b.tgt_out.tolist() == [[9, EOS, PAD], [10, 11, EOS]]
     assert b.tgt_tokens == 5
+
+
+def test_widths_pad_up_to_a_multiple_within_a_cap():
+    assert [padded_width(w, 8) for w in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 24]
+    assert padded_width(9, 8, cap=12) == 12 and padded_width(13, 8, cap=12) == 13  # never below what is needed
+    b = make_batch({"src": [[5, 6, 7], [8]], "mt": [[4] * 9]}, [[9], [10, 11]], multiple=8, caps={"mt": 12, "tgt": 6})
+    assert b["src"].data.shape == (2, 8) and b["src"].data[0].tolist() == [5, 6, 7, EOS] + [PAD] * 4
+    assert b["src"].lengths.tolist() == [4, 2] and b["mt"].data.shape == (1, 12)
+    assert b.tgt_in.shape == b.tgt_out.shape == (2, 6) and b.tgt_tokens == 5
+    assert b.tgt_out[1].tolist() == [10, 11, EOS, PAD, PAD, PAD]
 
 
 @pytest.mark.parametrize("by_tokens,size", [(False, 8), (True, 60)])
@@ -91,3 +101,14 @@ def test_a_batch_holds_named_token_and_feature_streams():
     moved = b.to(torch.device("cpu"))
     assert set(moved.inputs) == {"src", "image"} and torch.equal(moved.tgt_out, b.tgt_out)
     assert b.shape_text() == "2 sentences, src 3 / image 3 / tgt 3 positions"
+
+
+def test_training_batches_pad_their_widths(tmp_path):
+    shards = _shard(tmp_path)
+    plain = list(TrainingBatches(shards, 4, seed=2).epoch(1))
+    padded = list(TrainingBatches(shards, 4, seed=2, pad_multiple=8, caps={"tgt": 7}).epoch(1))
+    assert len(plain) == len(padded)
+    for a, b in zip(plain, padded):  # the same examples, wider: a multiple of 8, the target within its cap
+        width = a["src"].data.size(1)
+        assert b["src"].data.size(1) == -(-width // 8) * 8 and torch.equal(b["src"].data[:, :width], a["src"].data)
+        assert b.tgt_out.size(1) == max(a.tgt_out.size(1), 7) and b.tgt_tokens == a.tgt_tokens

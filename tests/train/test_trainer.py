@@ -20,6 +20,7 @@ from nmtkit.models import get_spec
 from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
 from nmtkit.train.options import TRAIN_OPTIONS
 from nmtkit.train.trainer import Trainer
+from tests.conftest import TINY_MODEL, run
 
 SIZES = {  # tiny models of each family
     "rnnsearch": dict(emb_size=32, enc_size=32, dec_size=64),
@@ -230,3 +231,19 @@ def test_adam_betas_reach_the_optimiser(reverse_corpus, tmp_path):
                              weight_decay=0.01), resume=True)  # settings given again win over the saved ones
     assert resumed.optimizer.param_groups[0]["betas"] == (0.9, 0.98)
     assert resumed.optimizer.param_groups[0]["weight_decay"] == 0.01
+
+
+@pytest.mark.parametrize("model", [["--arch", "rnnsearch", *TINY_MODEL],
+                                   ["--arch", "transformer", "--d-model", 16, "--ffn-size", 32, "--heads", 2,
+                                    "--enc-layers", 1, "--dec-layers", 1, "--dropout", 0, "--attention-dropout", 0,
+                                    "--positions", "learned", "--max-positions", 12]])
+def test_padding_batches_to_a_multiple_trains_the_same_model(corpus_dir, tmp_path, model):
+    """--pad-multiple only widens the batches (padding is masked): the same losses; a table of 12 positions caps
+    the width at 13 where 16 would overflow it."""
+    losses = []
+    for multiple in (1, 8):
+        run(["train", "--data", corpus_dir, *model, "--max-steps", 6, "--log-every", 2, "--valid-every", 6,
+             "--pad-multiple", multiple, "--save-dir", tmp_path / f"run{multiple}"])
+        records = [json.loads(line) for line in (tmp_path / f"run{multiple}" / "train.jsonl").read_text().splitlines()]
+        losses.append([r["loss"] for r in records if r["type"] == "train"])
+    assert losses[0] == pytest.approx(losses[1], rel=1e-4)
