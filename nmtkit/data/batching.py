@@ -34,6 +34,10 @@ class Stream:
     def to(self, device: torch.device) -> "Stream":
         return Stream(self.data.to(device, non_blocking=True), self.lengths.to(device, non_blocking=True))
 
+    def pinned(self) -> "Stream":
+        """The stream in page-locked host memory (copies to a GPU then run asynchronously)."""
+        return Stream(self.data.pin_memory(), self.lengths.pin_memory())
+
 
 @dataclass
 class Batch:
@@ -92,6 +96,11 @@ class Batch:
     def to(self, device: torch.device) -> "Batch":
         move = lambda t: None if t is None else t.to(device, non_blocking=True)
         return Batch({k: s.to(device) for k, s in self.inputs.items()}, move(self.tgt_in), move(self.tgt_out))
+
+    def pinned(self) -> "Batch":
+        """The batch in page-locked host memory (:meth:`Stream.pinned`)."""
+        pin = lambda t: None if t is None else t.pin_memory()
+        return Batch({k: s.pinned() for k, s in self.inputs.items()}, pin(self.tgt_in), pin(self.tgt_out))
 
 
 Ids = Union[Sequence[int], np.ndarray]

@@ -23,6 +23,7 @@ from nmtkit.checkpoint import (
     step_file,
 )
 from nmtkit.data.batching import Batch, TrainingBatches
+from nmtkit.data.prefetch import Prefetched
 from nmtkit.data.shards import Corpus
 from nmtkit.data.text import atomic_output, remove_stale_temp_files
 from nmtkit.data.verify import verify_corpus
@@ -55,6 +56,12 @@ def chunked(items: Iterable[Batch], k: int) -> Iterator[list[Batch]]:
     it = iter(items)
     while group := list(itertools.islice(it, k)):
         yield group
+
+
+def batches_ahead(device: torch.device) -> int:
+    """How many training batches a background thread makes in advance on ``device``: 2 on GPUs (batch making off
+    the critical path), none on CPUs (whose cores compute the updates)."""
+    return 2 if device.type == "cuda" else 0
 
 
 class Trainer:
@@ -255,40 +262,45 @@ class Trainer:
         with progress(transient=False) as bar:
             task = bar.add_task("training", total=c["max_steps"] or None, completed=p.step, info="")
             while stop_reason is None:
-                for group in chunked(self.batches.epoch(p.epoch, skip=p.batch), c["accum_steps"]):
-                    t0 = time.perf_counter()
-                    loss = self._update(group)
-                    dt = time.perf_counter() - t0
-                    p.batch += len(group)
-                    if loss is None:
-                        continue
-                    p.step += 1
-                    set_lr(self.optimizer, self.schedule.on_update(p.step))
-                    p.elapsed += dt
-                    tokens = sum(b.tgt_tokens for b in group)
-                    p.tokens += tokens
-                    p.window_loss += loss
-                    p.window_tokens += tokens
-                    p.window_time += dt
-                    if p.step % c["log_every"] == 0:
-                        self._log_train(bar, task)
-                    stop_reason = self._stop_reason(budget)
-                    if p.step % c["valid_every"] == 0 or stop_reason:
-                        last_valid = self._validate_and_save()
-                        if last_valid.get("stop"):
-                            stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
-                    elif c["save_every"] and p.step % c["save_every"] == 0:
-                        self._save("last.pt")
-                    if stop_reason:
-                        break
-                else:
-                    p.epoch += 1
-                    p.batch = 0
-                    if self.batches.skipped and self.dist.is_main:
-                        log(f"epoch {p.epoch - 1}: skipped {self.batches.skipped} examples longer than {c['max_len']} tokens")
-                    stop_reason = self._stop_reason(budget)
-                    if stop_reason:
-                        last_valid = self._validate_and_save()
+                epoch = self.batches.epoch(p.epoch, skip=p.batch)
+                ahead = batches_ahead(self.device)
+                made = Prefetched(epoch, ahead, pin=self.device.type == "cuda") if ahead else contextlib.nullcontext(epoch)
+                with made as batches:
+                    for group in chunked(batches, c["accum_steps"]):
+                        t0 = time.perf_counter()
+                        loss = self._update(group)
+                        dt = time.perf_counter() - t0
+                        p.batch += len(group)
+                        if loss is None:
+                            continue
+                        p.step += 1
+                        set_lr(self.optimizer, self.schedule.on_update(p.step))
+                        p.elapsed += dt
+                        tokens = sum(b.tgt_tokens for b in group)
+                        p.tokens += tokens
+                        p.window_loss += loss
+                        p.window_tokens += tokens
+                        p.window_time += dt
+                        if p.step % c["log_every"] == 0:
+                            self._log_train(bar, task)
+                        stop_reason = self._stop_reason(budget)
+                        if p.step % c["valid_every"] == 0 or stop_reason:
+                            last_valid = self._validate_and_save()
+                            if last_valid.get("stop"):
+                                stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
+                        elif c["save_every"] and p.step % c["save_every"] == 0:
+                            self._save("last.pt")
+                        if stop_reason:
+                            break
+                    else:
+                        p.epoch += 1
+                        p.batch = 0
+                        if self.batches.skipped and self.dist.is_main:
+                            log(f"epoch {p.epoch - 1}: skipped {self.batches.skipped} examples longer than "
+                                f"{c['max_len']} tokens")
+                        stop_reason = self._stop_reason(budget)
+                        if stop_reason:
+                            last_valid = self._validate_and_save()
         if self.dist.is_main:
             log(f"stopped: {stop_reason}; {p.step} updates, best {c['decay_metric']} {self.stopping.best}")
         return last_valid

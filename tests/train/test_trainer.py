@@ -247,3 +247,25 @@ def test_padding_batches_to_a_multiple_trains_the_same_model(corpus_dir, tmp_pat
         records = [json.loads(line) for line in (tmp_path / f"run{multiple}" / "train.jsonl").read_text().splitlines()]
         losses.append([r["loss"] for r in records if r["type"] == "train"])
     assert losses[0] == pytest.approx(losses[1], rel=1e-4)
+
+
+def test_batches_made_ahead_train_the_same_model(corpus_dir, tmp_path, monkeypatch):
+    """The background thread of GPUs (forced here on the CPU) gives the same batches in the same order: the same
+    losses, the same checkpoint; the run stops its worker when it stops mid-epoch."""
+    import threading
+
+    import torch
+
+    from nmtkit.train import trainer
+
+    runs = {}
+    for ahead in (0, 2):
+        monkeypatch.setattr(trainer, "batches_ahead", lambda device, ahead=ahead: ahead)
+        run(["train", "--data", corpus_dir, "--arch", "rnnsearch", *TINY_MODEL, "--max-steps", 5, "--log-every", 1,
+             "--valid-every", 5, "--save-dir", tmp_path / f"run{ahead}"])
+        records = [json.loads(line) for line in (tmp_path / f"run{ahead}" / "train.jsonl").read_text().splitlines()]
+        runs[ahead] = ([r["loss"] for r in records if r["type"] == "train"],
+                       torch.load(tmp_path / f"run{ahead}" / "last.pt", weights_only=False)["model"])
+    assert runs[0][0] == runs[2][0]
+    assert all(torch.equal(runs[0][1][k], runs[2][1][k]) for k in runs[0][1])
+    assert not any(t.name == "nmtkit-batches" and t.is_alive() for t in threading.enumerate())
