@@ -196,17 +196,25 @@ class FlatCombination(JointAttention):
 
 
 class HierarchicalCombination(JointAttention):
-    """A context per encoder (Eq. 1-3), then an attention over them and the sentinel (Eq. 8-10)."""
+    """A context per encoder (Eq. 1-3), then an attention over them and the sentinel (Eq. 8-10).
 
-    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int):
+    With ``normalise`` (not in the paper), each encoder's context c^(k) is layer-normalised (its own gain and bias)
+    before Eq. 8-10, so that an encoder whose states are larger does not weigh more in the energies for that
+    alone."""
+
+    def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int,
+                 normalise: bool = False):
         super().__init__(query_size, sizes, att_size, share, sentinel_size)
         self.attentions = EncoderAttentions(query_size, sizes, att_size)
+        self.norms = nn.ModuleDict({name: nn.LayerNorm(size) for name, size in sizes.items()}) if normalise else None
 
     def start(self, get: Getter) -> Tensors:
         return self.attentions.start(get)
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
         contexts, weights = self.attentions.contexts(s, get)
+        if self.norms is not None:
+            contexts = {name: self.norms[name](c) for name, c in contexts.items()}
         if sentinel is not None:
             contexts[SENTINEL] = sentinel
         context, beta = self.combine(s, contexts)
@@ -216,12 +224,15 @@ STRATEGIES = ("concat", "flat", "hierarchical")
 
 
 def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool = False,
-                     sentinel_size: int = 0, balance: bool = False) -> Combination:
+                     sentinel_size: int = 0, balance: bool = False, normalise: bool = False) -> Combination:
     """The combination ``strategy`` of encoders of ``sizes`` for a ``query_size`` decoder state; ``sentinel_size``
     > 0 adds the sentinel (flat and hierarchical only, like ``share``); ``balance``: flat's weights divided by each
-    encoder's length."""
+    encoder's length; ``normalise``: hierarchical's contexts layer-normalised."""
     if balance and strategy != "flat":
         raise ValueError(f"balance_encoders weighs the states of flat's joint softmax; combination {strategy} has none")
+    if normalise and strategy != "hierarchical":
+        raise ValueError(f"normalise_contexts normalises hierarchical's per-encoder contexts; combination {strategy} "
+                         "attends over none")
     if strategy == "concat":
         if share or sentinel_size:
             raise ValueError("combination concat has no shared projections and no sentinel (Table 1): use flat or "
@@ -230,5 +241,5 @@ def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], a
     if strategy == "flat":
         return FlatCombination(query_size, sizes, att_size, share, sentinel_size, balance)
     if strategy == "hierarchical":
-        return HierarchicalCombination(query_size, sizes, att_size, share, sentinel_size)
+        return HierarchicalCombination(query_size, sizes, att_size, share, sentinel_size, normalise)
     raise ValueError(f"unknown combination {strategy!r} (known: {', '.join(STRATEGIES)})")

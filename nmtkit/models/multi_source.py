@@ -47,6 +47,9 @@ OPTIONS = RNN_OPTIONS + [
     Option("balance_encoders", False, "flat: divide each encoder's weights by its number of states in the joint "
                                       "softmax, so that an encoder gets no more attention for having more states (an "
                                       "image's cells beside a few words); not in the paper"),
+    Option("normalise_contexts", False, "hierarchical: layer-normalise each encoder's context before the attention "
+                                        "over encoders (Eq. 8-10), so that an encoder with larger states does not "
+                                        "weigh more for that alone; not in the paper"),
 ]
 
 
@@ -56,9 +59,9 @@ class MultiSourceDecoder(RNNDecoder):
 
     def __init__(self, emb_size: int, sizes: Mapping[str, int], dec_size: int, att_size: int, readout_size: int,
                  tgt_vocab: int, dropout: float, cell: str, combination: str, share: bool, sentinel: bool,
-                 balance: bool = False):
+                 balance: bool = False, normalise: bool = False):
         attention = make_combination(combination, dec_size, sizes, att_size, share, dec_size if sentinel else 0,
-                                     balance)
+                                     balance, normalise)
         super().__init__(emb_size, attention.context_size, dec_size, att_size, readout_size, tgt_vocab, dropout,
                          cell, attention=attention, summary_size=sum(sizes.values()))
         self.sentinel = Sentinel(emb_size, dec_size) if sentinel else None
@@ -95,7 +98,7 @@ class MultiSource(RNNDecoding):
                  dropout: float = 0.2, tie_embeddings: bool = False, param_init: float = 0.1,
                  decoder_cell: str = "gru", combination: str = "hierarchical", sentinel: bool = False,
                  share_projections: bool = False, feature_norm: bool = True, bounded_features: bool = False,
-                 balance_encoders: bool = False):
+                 balance_encoders: bool = False, normalise_contexts: bool = False):
         """``streams``: input name -> (kind, vocabulary size or feature size), in the encoders' order."""
         super().__init__()
         readout_size = readout_size or emb_size
@@ -113,15 +116,15 @@ class MultiSource(RNNDecoding):
         sizes = {name: e.output_size for name, e in self.encoders.items()}
         self.decoder = MultiSourceDecoder(emb_size, sizes, dec_size, att_size or dec_size, readout_size, tgt_vocab,
                                           dropout, decoder_cell, combination, share_projections, sentinel,
-                                          balance_encoders)
+                                          balance_encoders, normalise_contexts)
         if combination != "concat":
             self.attention_labels = {"encoders": self.decoder.combination.labels}
         self.dropout = nn.Dropout(dropout)
         self.init_parameters(param_init, [(self.decoder.readout.output, self.tgt_emb)] if tie_embeddings else ())
-        for encoder in self.encoders.values():  # a LayerNorm starts as the identity map
-            if isinstance(encoder, FeatureEncoder) and feature_norm:
-                nn.init.ones_(encoder.norm.weight)
-                nn.init.zeros_(encoder.norm.bias)
+        for module in self.modules():  # a LayerNorm (image features, hierarchical's contexts) starts as the identity
+            if isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
 
     def encode(self, batch: Batch) -> DecoderState:
         tensors = {}

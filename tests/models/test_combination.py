@@ -22,9 +22,9 @@ def memories(sizes=SIZES, lengths=LENGTHS):
     return state
 
 
-def run(strategy, share=False, sentinel=False, sizes=SIZES, lengths=LENGTHS, balance=False):
+def run(strategy, share=False, sentinel=False, sizes=SIZES, lengths=LENGTHS, balance=False, normalise=False):
     torch.manual_seed(0)
-    comb = make_combination(strategy, H, sizes, A, share, H if sentinel else 0, balance)
+    comb = make_combination(strategy, H, sizes, A, share, H if sentinel else 0, balance, normalise)
     for p in comb.parameters():  # larger weights than the default, so that the distributions are far from uniform
         torch.nn.init.uniform_(p, -1, 1)
     state = memories(sizes, lengths)
@@ -88,6 +88,24 @@ def test_balanced_flat_divides_each_encoders_weights_by_its_length(sentinel):
     for strategy in ("concat", "hierarchical"):
         with pytest.raises(ValueError, match=f"balance_encoders .* combination {strategy} has none"):
             make_combination(strategy, H, SIZES, A, balance=True)
+
+
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_hierarchical_can_normalise_each_encoders_context_before_eq_8_10(sentinel):
+    comb, state, s, psi, (context, per_encoder, beta) = run("hierarchical", sentinel=sentinel, normalise=True)
+    contexts = {}
+    for n, attention in comb.attentions.items():  # Eq. 1-3 per encoder, then each context layer-normalised
+        c, _ = attention(s, state[f"keys.{n}"], state[f"memory.{n}"], state[f"mask.{n}"])
+        contexts[n] = torch.nn.functional.layer_norm(c, c.shape[-1:], comb.norms[n].weight, comb.norms[n].bias)
+    if sentinel:
+        contexts[SENTINEL] = psi  # the sentinel as it is
+    want, want_beta = comb.combine(s, contexts)
+    assert torch.allclose(context, want, atol=1e-6) and torch.allclose(beta, want_beta, atol=1e-6)
+    plain = run("hierarchical", sentinel=sentinel)[-1]
+    assert torch.equal(per_encoder["src"], plain[1]["src"]) and not torch.allclose(beta, plain[2], atol=1e-3)
+    for strategy in ("concat", "flat"):
+        with pytest.raises(ValueError, match=f"normalise_contexts .* combination {strategy} attends over none"):
+            make_combination(strategy, H, SIZES, A, normalise=True)
 
 
 @pytest.mark.parametrize("share", [False, True])

@@ -19,6 +19,7 @@ CONFIGS = [dict(combination="concat")] + [dict(combination=c, share_projections=
                                           for c in ("flat", "hierarchical") for share in (False, True)
                                           for sentinel in (False, True)]
 BALANCED = dict(combination="flat", balance_encoders=True, sentinel=True)
+NORMALISED = dict(combination="hierarchical", normalise_contexts=True, sentinel=True)
 
 
 def model(meta=META, **over):
@@ -35,7 +36,7 @@ def batch(lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4), (4, 6, 1))):
 
 
 @pytest.mark.parametrize("cell", ["gru", "cgru"])
-@pytest.mark.parametrize("config", CONFIGS + [BALANCED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("config", CONFIGS + [BALANCED, NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(config, cell):
     assert_forward_equals_steps(model(decoder_cell=cell, **config), batch())
 
@@ -63,7 +64,7 @@ def test_attention_names_sums_and_padding(config):
         assert torch.allclose(total, torch.ones_like(total), atol=1e-6)
 
 
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1], BALANCED])
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1], BALANCED, NORMALISED])
 def test_padding_in_a_batch_does_not_change_a_sentence(config):
     m, b = model(**config), batch()
     alone = make_batch({"src": [b["src"].data[1, :2].tolist()], "mt": [b["mt"].data[1, :6].tolist()],
@@ -148,3 +149,10 @@ def test_bounded_features_keep_the_image_states_within_those_of_a_gru():
         wide, narrow = loose.encode(batch())["memory.image"], bounded.encode(batch())["memory.image"]
     assert wide.abs().max() > 1 and narrow.abs().max() <= 1  # tanh of a large state rounds to 1 in float32
     assert torch.allclose(narrow, torch.tanh(wide))  # the same projection, through tanh
+
+
+def test_layer_norms_start_as_the_identity_map():
+    m = model(**NORMALISED, param_init=0.5)
+    norms = [mod for mod in m.modules() if isinstance(mod, torch.nn.LayerNorm)]
+    assert len(norms) == 4  # the image's features, and each of the three encoders' contexts
+    assert all(torch.equal(n.weight, torch.ones_like(n.weight)) and not n.bias.any() for n in norms)
