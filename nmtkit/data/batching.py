@@ -160,6 +160,12 @@ def make_batch(inputs: Inputs, tgt: Optional[Sequence[Ids]] = None, multiple: in
     return Batch(streams, pad(tgt, bos=True, multiple=multiple, cap=cap), pad(tgt, eos=True, multiple=multiple, cap=cap))
 
 
+def pool_size(lengths: np.ndarray, batch_size: int, by_tokens: bool, pool_batches: int = 100) -> int:
+    """The examples of one pool of :func:`bucket_batches`: ``pool_batches`` batches' worth (in tokens, at the mean
+    length of ``lengths``)."""
+    return pool_batches * (batch_size if not by_tokens else max(1, batch_size // max(1, int(lengths.mean()))))
+
+
 def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: random.Random,
                    pool_batches: int = 100) -> list[np.ndarray]:
     """Split example indices into batches of similar length, in random order.
@@ -169,7 +175,7 @@ def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: r
     padded tokens with ``by_tokens``); the batches are then shuffled.
     """
     order = np.array(rng.sample(range(len(lengths)), len(lengths)), dtype=np.int64)
-    per_pool = pool_batches * (batch_size if not by_tokens else max(1, batch_size // max(1, int(lengths.mean()))))
+    per_pool = pool_size(lengths, batch_size, by_tokens, pool_batches)
     batches: list[np.ndarray] = []
     for start in range(0, len(order), per_pool):
         pool = order[start:start + per_pool]
@@ -209,7 +215,10 @@ def example_lengths(shard: Shard, inputs_only: bool = False) -> np.ndarray:
 class TrainingBatches:
     """The batch order of each epoch over a list of shards, reproducible from (seed, epoch).
 
-    Only one shard is in memory at a time. With ``world_size`` > 1 every rank computes the
+    Shards are read in a random order and bucketed one at a time, or, where a shard holds fewer than two pools of
+    examples (:func:`pool_size`; a corpus written with a small ``--shard-size``), together with the next ones until
+    they hold two pools: length bucketing then sorts as many examples as in a large shard, and memory holds one
+    large shard or a few small ones. With ``world_size`` > 1 every rank computes the
     same order and takes every ``world_size``-th batch, so ranks do equal numbers of steps.
     Examples whose longest text stream exceeds ``max_len`` tokens are skipped and counted in ``skipped``. Token
     widths are padded up to a multiple of ``pad_multiple`` within ``caps`` (:func:`make_batch`).
@@ -229,16 +238,25 @@ class TrainingBatches:
         shard_order = rng.sample(range(len(self.shards)), len(self.shards))
         position = 0
         self.skipped = 0
-        for si in shard_order:
+        window: list[tuple[Shard, np.ndarray, np.ndarray]] = []  # shards bucketed together: kept examples, lengths
+        for k, si in enumerate(shard_order):
             shard = Shard(self.shards[si])
             lengths = example_lengths(shard)
             keep = np.arange(len(shard))
             if self.max_len:
                 keep = keep[lengths <= self.max_len + 1]
                 self.skipped += len(shard) - len(keep)
-            batches = bucket_batches(lengths[keep], self.batch_size, self.by_tokens, rng)
+            window.append((shard, keep, lengths[keep]))
+            held = np.concatenate([kept_lengths for _, _, kept_lengths in window])
+            if len(held) < 2 * pool_size(held, self.batch_size, self.by_tokens) and k < len(shard_order) - 1:
+                continue  # too few to bucket well: with the next shard
+            owner = np.concatenate([np.full(len(kept), w) for w, (_, kept, _) in enumerate(window)])
+            index = np.concatenate([kept for _, kept, _ in window])
+            batches = bucket_batches(held, self.batch_size, self.by_tokens, rng)
             usable = len(batches) - len(batches) % self.world_size
             for b in range(self.rank, usable, self.world_size):
                 if position >= skip:
-                    yield examples_batch([(shard, i) for i in keep[batches[b]]], True, self.pad_multiple, self.caps)
+                    examples = [(window[owner[j]][0], int(index[j])) for j in batches[b]]
+                    yield examples_batch(examples, True, self.pad_multiple, self.caps)
                 position += 1
+            window = []

@@ -112,3 +112,18 @@ def test_training_batches_pad_their_widths(tmp_path):
         width = a["src"].data.size(1)
         assert b["src"].data.size(1) == -(-width // 8) * 8 and torch.equal(b["src"].data[:, :width], a["src"].data)
         assert b.tgt_out.size(1) == max(a.tgt_out.size(1), 7) and b.tgt_tokens == a.tgt_tokens
+
+
+def test_small_shards_are_bucketed_together(tmp_path):
+    """Shards holding fewer than two pools of examples are bucketed with the next ones: a batch's sentences are of
+    one length, as in one large shard (bucketed shard by shard, batches of 20-example shards spread over 3-4 lengths);
+    every example still comes once an epoch."""
+    shards = _shard(tmp_path, n=480)  # 24 shards of 20
+    tb = TrainingBatches(shards, 4, seed=3)
+    batches = list(tb.epoch(1))
+    keys = [torch.maximum(b["src"].lengths, (b.tgt_out != PAD).sum(1)) for b in batches]  # what bucketing sorts by
+    spreads = [int(k.max() - k.min()) for k in keys]
+    assert max(spreads) <= 1, spreads
+    seen = sorted(tuple(r[:int(n)]) for b in batches for r, n in zip(b["src"].data.tolist(), b["src"].lengths))
+    assert len(seen) == 480 and [list(tb.epoch(1))[k]["src"].data.tolist() for k in (0, 7)] == \
+        [batches[k]["src"].data.tolist() for k in (0, 7)]  # reproducible
