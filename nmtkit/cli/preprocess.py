@@ -34,6 +34,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--character-coverage", type=Checked(float, Range(0.98, 1)),
               help="spm: the share of the training text's characters that get their own piece; rarer ones become "
                    "<unk> (1.0 for small alphabets, 0.9995 for Chinese or Japanese) [default: 0.9995]")
+@click.option("--spm-sample", type=Checked(int, Range(1000, 100_000_000)),
+              help="spm: train the SentencePiece model on at most N lines sampled from the training text (memory "
+                   "stays bounded however large the corpus) [default: 2,000,000]")
 @click.option("--joint/--separate", default=None,
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
 @click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
@@ -81,13 +84,16 @@ def command(**o):
 
 
 def _vocab_spec(o: dict, default: str, **given) -> VocabSpec:
-    """``--vocab`` (or ``default``) with ``--character-coverage``, which only a SentencePiece model built here uses."""
+    """``--vocab`` (or ``default``) with ``--character-coverage`` and ``--spm-sample``, which only a SentencePiece
+    model built here uses."""
     spec = VocabSpec.parse(o["vocab"] or default, **given)
-    if o["character_coverage"] is not None:
+    for option, field in (("character_coverage", "character_coverage"), ("spm_sample", "sample")):
+        if o[option] is None:
+            continue
         if not spec.kind.startswith("spm") or spec.src_file or spec.tgt_file:
-            raise NmtkitError("--character-coverage goes with a SentencePiece vocabulary built here (--vocab spm:N or "
-                              "spm-bpe:N, no --src-vocab/--tgt-vocab)", exit_code=2)
-        spec.character_coverage = o["character_coverage"]
+            raise NmtkitError(f"--{option.replace('_', '-')} goes with a SentencePiece vocabulary built here (--vocab "
+                              "spm:N or spm-bpe:N, no --src-vocab/--tgt-vocab)", exit_code=2)
+        setattr(spec, field, o[option])
     return spec
 
 

@@ -46,6 +46,7 @@ class VocabSpec:
     src_file: Optional[PathLike] = None
     tgt_file: Optional[PathLike] = None
     character_coverage: float = 0.9995  # SentencePiece: the share of the text's characters given their own piece
+    sample: int = 2_000_000  # SentencePiece: the most lines it trains on, sampled from the training text
 
     @classmethod
     def parse(cls, text: str, **kw) -> "VocabSpec":
@@ -191,7 +192,8 @@ def build_vocabs(spec: VocabSpec, train: Mapping[str, Path]) -> dict[str, Vocab]
         if spec.kind.startswith("spm"):
             model_type = "bpe" if spec.kind == "spm-bpe" else "unigram"
             log(f"training SentencePiece {model_type} vocabulary of {spec.size} for {', '.join(group)}")
-            vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type, spec.character_coverage)
+            vocab: Vocab = SentencePieceVocab.train(files, spec.size, model_type, spec.character_coverage,
+                                                    spec.sample)
         else:
             vocab = WordVocab.build(itertools.chain.from_iterable(iter_lines(f) for f in files), spec.size)
         if len(vocab) < FAR_SMALLER * spec.size:

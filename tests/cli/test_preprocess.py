@@ -31,6 +31,24 @@ def test_character_coverage(text_dir, tmp_path):
     assert r.exit_code == 2 and "--character-coverage goes with a SentencePiece vocabulary" in r.stderr
 
 
+def test_spm_sample_bounds_the_lines_sentencepiece_reads(text_dir, tmp_path, monkeypatch):
+    import sentencepiece
+
+    asked = []
+    train = sentencepiece.SentencePieceTrainer.train
+    monkeypatch.setattr(sentencepiece.SentencePieceTrainer, "train",
+                        lambda **kw: asked.append(kw["input_sentence_size"]) or train(**kw))
+    base = ["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+            "--vocab", "spm:60"]
+    run([*base, "-o", tmp_path / "a"])
+    run([*base, "-o", tmp_path / "b", "--spm-sample", 1500])
+    assert asked == [2_000_000, 1500]
+    r = run([*base[:-1], "word:50", "-o", tmp_path / "bad", "--spm-sample", 1500], ok=False)
+    assert r.exit_code == 2 and "--spm-sample goes with a SentencePiece vocabulary built here" in r.stderr
+    r = run([*base, "-o", tmp_path / "bad", "--spm-sample", 10], ok=False)
+    assert r.exit_code == 2 and "--spm-sample" in r.stderr and not (tmp_path / "bad").exists()
+
+
 def test_mismatched_line_counts(text_dir, tmp_path):
     (tmp_path / "t.en").write_text("a\nb\nc\n")
     (tmp_path / "t.de").write_text("a\nb\n")
