@@ -269,3 +269,22 @@ def test_batches_made_ahead_train_the_same_model(corpus_dir, tmp_path, monkeypat
     assert runs[0][0] == runs[2][0]
     assert all(torch.equal(runs[0][1][k], runs[2][1][k]) for k in runs[0][1])
     assert not any(t.name == "nmtkit-batches" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_run_over_many_small_shards_resumes_exactly_across_their_boundaries(reverse_corpus, tmp_path):
+    """30 shards of 100 pairs, bucketed several at a time: a run stopped mid-epoch (in the middle of a window of
+    shards) and resumed logs the losses of a run never stopped, epoch boundary included."""
+    d = tmp_path / "text"
+    d.mkdir()
+    for name in ("train.in", "train.out", "valid.in", "valid.out"):
+        (d / name).write_text((reverse_corpus.parent / name).read_text())
+    corpus = preprocess(d / "data", "in", "out", d / "train", d / "valid", vocab=VocabSpec("word", 50), shard_size=100)
+    assert len(list((d / "data").glob("train.*.h5"))) == 30
+    cfg = config(data=str(corpus), save_dir=str(tmp_path / "once"), max_steps=120, log_every=1, valid_every=1000,
+                 valid_max_sentences=5, batch_size=32, threads=1)  # 3,000 pairs: 94 batches an epoch
+    Trainer(cfg).train()
+    stopped = {**cfg, "save_dir": str(tmp_path / "twice")}
+    Trainer({**stopped, "max_steps": 37}).train()
+    Trainer(stopped, resume=True).train()
+    once, twice = _losses(tmp_path / "once" / "train.jsonl"), _losses(tmp_path / "twice" / "train.jsonl")
+    assert sorted(once) == list(range(1, 121)) and twice == once
