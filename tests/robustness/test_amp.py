@@ -37,5 +37,4 @@ def test_native_bfloat16_is_read_from_the_cpu_capabilities(monkeypatch):
     assert not native_bfloat16() and autocast_dtype(torch.device("cpu")) is None
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx2": True, "amx_bf16": True})
     assert native_bfloat16() and autocast_dtype(torch.device("cpu")) == torch.bfloat16
-    assert autocast_dtype(torch.device("mps")) == torch.bfloat16
-    assert autocast_dtype(torch.device("cuda")) == torch.float16
+    assert autocast_dtype(torch.device("mps")) == torch.bfloat16  # CUDA: tests/test_device.py (by capability)
