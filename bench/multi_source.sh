@@ -13,8 +13,8 @@
 #          an epoch); test BLEU (beam 5); learning curves (validation BLEU per epoch) in bench/figures
 #   enfr:  English and French into German (../shared/data/lo-enfrde, LibreOffice help triples; one joint
 #          SentencePiece model of 8,000 pieces, ENFR_VOCAB): ENFR_CONFIGS (default all of en fr concat flat hierarchical
-#          flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical; flat-balanced on
-#          request) for each seed of SEEDS,
+#          flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical; flat-balanced and
+#          hierarchical-normalised on request) for each seed of SEEDS,
 #          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
 #          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
 #          t-* multi-source-transformer (t-en: single source) at 3+3 layers, d 256; test BLEU/chrF (beam 5), the
@@ -26,7 +26,7 @@
 #          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1),
 # THREADS (default 2; 1 for two runs side by side); mmt: MMT_CONFIGS (some of text concat flat hierarchical
-# flat-balanced; default the first four),
+# flat-balanced hierarchical-normalised; default the first four),
 # OPTIONS (more training options, e.g. "--lr 0.0001") with TAG (named into the runs and the figure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,7 +99,8 @@ EOF
   declare -A mmt_configs=([text]="--encoders src --decoder-cell cgru" [concat]="--combination concat --decoder-cell gru"
                           [flat]="--combination flat --decoder-cell cgru"
                           [hierarchical]="--combination hierarchical --decoder-cell cgru"
-                          [flat-balanced]="--combination flat --decoder-cell cgru --balance-encoders")
+                          [flat-balanced]="--combination flat --decoder-cell cgru --balance-encoders"
+                          [hierarchical-normalised]="--combination hierarchical --decoder-cell cgru --normalise-contexts")
   curves=()
   for seed in ${SEEDS:-1}; do
     for name in ${MMT_CONFIGS:-text concat flat hierarchical}; do
@@ -153,11 +154,12 @@ enfr)
   declare -A enfr_configs=([en]="--encoders en" [fr]="--encoders fr" [concat]="--combination concat"
     [flat]="--combination flat" [hierarchical]="--combination hierarchical"
     [flat-balanced]="--combination flat --balance-encoders"
+    [hierarchical-normalised]="--combination hierarchical --normalise-contexts"
     [flat-sentinel]="--combination flat --sentinel" [hierarchical-sentinel]="--combination hierarchical --sentinel"
     [t-en]="--encoders en" [t-serial]="--combination serial" [t-parallel]="--combination parallel"
     [t-flat]="--combination flat" [t-hierarchical]="--combination hierarchical")
   all="en fr concat flat hierarchical flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical"
-  all_known="$all flat-balanced"
+  all_known="$all flat-balanced hierarchical-normalised"
   for seed in ${SEEDS:-1}; do
     for name in ${ENFR_CONFIGS:-$all}; do
       if [ -z "${enfr_configs[$name]:-}" ]; then
