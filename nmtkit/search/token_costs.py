@@ -28,9 +28,9 @@ class TokenCosts(Wrapped):
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         log_probs, state, weights = self.model.decode_step(prev, state)
-        if self.costs.device != log_probs.device:  # once: the wrapper is made on the CPU, the model may be elsewhere
-            self.costs = self.costs.to(log_probs.device)
-        return log_probs - self.costs.to(log_probs.dtype), state, weights
+        if self.costs.device != log_probs.device or self.costs.dtype != log_probs.dtype:  # once, not every step
+            self.costs = self.costs.to(log_probs)
+        return log_probs - self.costs, state, weights
 
 
 def edit_costs(size: int, free: list[int], cost: float) -> torch.Tensor:
