@@ -301,9 +301,9 @@ def decode(make_source, model_paths, input_paths, output_path, beam, greedy, n_b
     :class:`~nmtkit.search.sources.Source` (or :class:`~nmtkit.search.sources.StreamSources`) that turns lines into
     a model's inputs (``lines``, if given, are read instead of the input); ``attention_choice``: the layer and head
     whose attention is written; ``restrict(loaded)``, if given, the model to decode with instead (a shortlisted
-    one, or one with edit costs); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a post-editing model's
-    edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress and done. Returns
-    the source; raises an error naming the unusable lines once everything is written."""
+    one, or one with edit costs); ``rewrite(loaded)``, if given, a :data:`PostProcess` for every output before a
+    post-editing model's edits are applied (it gets each hypothesis' attention); ``verbs`` name the work in progress
+    and done. Returns the source; raises an error naming the unusable lines once everything is written."""
     import torch
 
     from nmtkit.data.text import open_output

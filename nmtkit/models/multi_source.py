@@ -14,7 +14,7 @@ further input's, and (flat, hierarchical) ``encoders``, the weight of each encod
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import nn
@@ -147,8 +147,7 @@ class MultiSource(RNNDecoding):
         """:func:`encoder_statistics` of the pass, from the states it encoded (``output.state``)."""
         state = output.state if output.state is not None else self.encode(batch)
         combination = self.decoder.combination
-        return encoder_statistics(batch, output.attention, combination.labels,
-                                  {n: (state[f"memory.{n}"], state[f"mask.{n}"]) for n in combination.names})
+        return encoder_statistics(batch, output.attention, combination.labels, state, combination.names)
 
 
 def combination_groups(combination: nn.Module, path: str) -> dict[str, Paths]:
@@ -166,21 +165,23 @@ def combination_groups(combination: nn.Module, path: str) -> dict[str, Paths]:
     return groups
 
 
-def encoder_statistics(batch: Batch, attention: AttentionWeights, labels: tuple[str, ...],
-                       memories: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
+def encoder_statistics(batch: Batch, attention: AttentionWeights, labels: tuple[str, ...], state: DecoderState,
+                       names: Sequence[str]) -> dict[str, float]:
     """Means over the batch's real target positions of: ``mass.K``, the weight of encoder (or sentinel) K in the
     distribution over encoders (``attention['encoders']``, columns ``labels``; flat: the sum of its states' weights,
     Eq. 6; hierarchical: β^(k), Eq. 9), if the model gives one; ``context.K``, the norm of Σ_j α^(k)_j h^(k)_j,
     encoder K's states weighted by its attention (``source`` for the first, ``source.K`` after; flat: scaled by its
     mass); and ``states.K``, the mean norm of encoder K's states h^(k)_j (the scale each encoder brings).
-    ``memories``: each encoder's states ``[B, S_k, d]`` and mask ``[B, S_k]`` (True: a real position), in order."""
+    ``state``: each encoder's states ``memory.K [B, S_k, d]`` and mask ``mask.K [B, S_k]`` (True: a real position),
+    for the encoders ``names`` in order."""
     real = batch.tgt_out != PAD
     stats = {}
     over = attention.get("encoders")
     if over is not None:
         for k, label in enumerate(labels):
             stats[f"mass.{label}"] = float(over[..., k][real].float().mean())
-    for k, (name, (memory, mask)) in enumerate(memories.items()):
+    for k, name in enumerate(names):
+        memory, mask = state[f"memory.{name}"], state[f"mask.{name}"]
         weights = attention["source" if k == 0 else f"source.{name}"].float()  # [B, T, S_k]
         stats[f"context.{name}"] = float(torch.bmm(weights, memory.float()).norm(dim=-1)[real].mean())
         stats[f"states.{name}"] = float(memory.float().norm(dim=-1)[mask].mean())

@@ -208,9 +208,7 @@ class MultiSourceTransformer(Transformer):
         the batches it diagnoses)."""
         if not output.attention or output.state is None:
             return {}
-        state = output.state
-        return encoder_statistics(batch, output.attention, self.inputs,
-                                  {n: (state[f"memory.{n}"], state[f"mask.{n}"]) for n in self.inputs})
+        return encoder_statistics(batch, output.attention, self.inputs, output.state, self.inputs)
 
 
 @register_model("multi-source-transformer", OPTIONS, "the Transformer with several encoders (text, image features); "
