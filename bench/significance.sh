@@ -6,7 +6,7 @@
 #   rnn:         MODELS (default rnnsearch target-attn ftatt-rnn rtatt-rnn bitatt-rnn; target-attn warm-started
 #                from rnnsearch at half the budget) for each seed of SEEDS (bench/target_attention_lo_ende.sh,
 #                STEPS 1500: 3,000 updates), model by model in that order, JOBS runs at a time (default 2) on one
-#                thread each; a run whose test output exists is not trained again
+#                thread each; a run whose test output exists is not trained again, an interrupted one is resumed
 #   transformer: transformer and bitatt-transformer, TSTEPS updates each (default 500, bench/README.md's budget for
 #                this pair; bench/transformer_lo_ende.sh), each seed
 #   captions:    show-attend-tell without and with target attention on the emoji captions' small-CNN features
@@ -38,7 +38,7 @@ rnn_run() {  # rnn_run MODEL SEED: one run trained and evaluated, unless its tes
       sleep 30
     done
   fi
-  if SEED=$seed TAG=$tag STEPS=1500 THREADS=1 bash "$here/target_attention_lo_ende.sh" "$model" \
+  if RESUME=1 SEED=$seed TAG=$tag STEPS=1500 THREADS=1 bash "$here/target_attention_lo_ende.sh" "$model" \
       > "$runs/significance/$model$tag.out" 2>&1; then
     keep "$runs/target/$model$tag.beam5.de" "rnn/$model.s$seed.de"
   else

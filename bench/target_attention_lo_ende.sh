@@ -14,7 +14,9 @@
 #   SIZES (model size options), THREADS (default 2), TRAIN=0 (evaluate the trained checkpoints again, e.g.
 #   to time decoding on a quiet machine), OPTIONS (more training options, e.g. "--reverse-context reference"
 #   with the models rtatt-rnn bitatt-rnn: an option of an architecture is an error for the others)
-#   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; give it a TAG such as "-seed2").
+#   with TAG (a suffix for the run's names, e.g. "-greedy"), SEED (default 1; give it a TAG such as "-seed2"),
+#   RESUME=1 (a from-scratch model whose run folder holds a checkpoint goes on from it: an interrupted run is
+#   resumed, exactly, from its last checkpoint, saved every 500 updates; without it the folder is trained anew).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${SHARED:-$here/../../shared}
@@ -42,25 +44,30 @@ if [ ! -f "$runs/corpus/manifest.json" ]; then
 fi
 common=(--data "$runs/corpus" "${sizes[@]}" "${options[@]}" --dropout 0.2 --batch-size 64
         --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed "$seed" --log-every 100 --valid-every 1000
-        --valid-max-sentences 300 --patience 0)
+        --valid-max-sentences 300 --patience 0 --save-every 500)
 
 for arch in "${models[@]}"; do
   m=$arch$tag
   log=$out/$m.log
   if [ "${TRAIN:-1}" != 0 ]; then
-    fresh "$out/$m"
-    if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
-      resume=()  # a first half from an earlier run is resumed (or kept, if finished)
-      [ -f "$half/last.pt" ] && resume=(--resume)
-      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$half" --max-steps "$steps" "${resume[@]}" 2> "$log"
-      cp -r "$half/." "$out/$m"  # then on to 2 x STEPS: an exact resume
-      nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/$m" --max-steps $((2 * steps)) --resume \
-        2>> "$log"
-    elif [ "$arch" = target-attn ]; then
-      nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
-        --init-from "$half/last.pt" --init-optimizer --init-lr 2> "$log"
+    if [ "${RESUME:-0}" = 1 ] && [ -f "$out/$m/last.pt" ] && [ "$arch" != rnnsearch ] && [ "$arch" != target-attn ]; then
+      echo "resuming $out/$m" >&2
+      nmtkit train "${common[@]}" --arch "$arch" --save-dir "$out/$m" --max-steps $((2 * steps)) --resume 2>> "$log"
     else
-      nmtkit train "${common[@]}" --arch "$arch" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
+      fresh "$out/$m"
+      if [ "$arch" = rnnsearch ]; then  # keep the checkpoint at STEPS for target-attn's warm start
+        resume=()  # a first half from an earlier run is resumed (or kept, if finished)
+        [ -f "$half/last.pt" ] && resume=(--resume)
+        nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$half" --max-steps "$steps" "${resume[@]}" 2> "$log"
+        cp -r "$half/." "$out/$m"  # then on to 2 x STEPS: an exact resume
+        nmtkit train "${common[@]}" --arch rnnsearch --save-dir "$out/$m" --max-steps $((2 * steps)) --resume \
+          2>> "$log"
+      elif [ "$arch" = target-attn ]; then
+        nmtkit train "${common[@]}" --arch target-attn --save-dir "$out/$m" --max-steps "$steps" \
+          --init-from "$half/last.pt" --init-optimizer --init-lr 2> "$log"
+      else
+        nmtkit train "${common[@]}" --arch "$arch" --save-dir "$out/$m" --max-steps $((2 * steps)) 2> "$log"
+      fi
     fi
   fi
   params=$(grep -o "^$arch: [0-9,]* parameters" "$log" | tail -1)
