@@ -33,12 +33,13 @@ def command(input_path, cnn_weights, features, **options):
             raise NmtkitError("--features and -i/--input: give one of them", exit_code=2)
         given = FeatureSource(load_features(features, f"--features {features}"), name=f"--features {features}")
 
-        def rows(loaded, path, name):
+        def rows(loaded, path):
             check_captioner(loaded, path)
             check_features(loaded, given.stream, given.features, given.name)
             return given
 
-        decode(rows, input_paths=(), chunk_size=256, verbs=verbs, lines=given.lines(), **options)
+        decode(rows, options, chunk_size=256, verbs=verbs, lines=given.lines())
         return
-    decode(lambda loaded, path, name: image_source(loaded, path, cnn_weights, name),
-           input_paths=(input_path,) if input_path else (), chunk_size=256, verbs=verbs, **options)
+    name = input_path or "<stdin>"
+    decode(lambda loaded, path: image_source(loaded, path, cnn_weights, name), options,
+           input_paths=(input_path,) if input_path else (), chunk_size=256, verbs=verbs, cnn_weights=cnn_weights)

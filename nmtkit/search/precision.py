@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import ContextManager, Optional
+from typing import Callable, ContextManager, Optional
 
 import torch
 import torch.nn.functional as F
@@ -63,13 +63,14 @@ def pack_linears(model: nn.Module) -> nn.Module:
     return model
 
 
-def for_inference(model: nn.Module, precision: str, device: torch.device) -> tuple[nn.Module, ContextManager]:
-    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and the
-    context to run decoding in."""
+def for_inference(model: nn.Module, precision: str,
+                  device: torch.device) -> tuple[nn.Module, Callable[[], ContextManager]]:
+    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and what
+    makes the context to run decoding in (once per run: autocast for bf16)."""
     if precision == "fp32":
-        return pack_linears(model) if device.type == "cpu" and packable() else model, contextlib.nullcontext()
+        return pack_linears(model) if device.type == "cpu" and packable() else model, contextlib.nullcontext
     if precision == "bf16":
-        return model, torch.autocast(device.type, dtype=torch.bfloat16)
+        return model, lambda: torch.autocast(device.type, dtype=torch.bfloat16)
     if precision == "int8":
         if device.type != "cpu":
             raise NmtkitError("--precision int8 runs on the CPU only (use bf16 on GPUs)", exit_code=2)
@@ -79,5 +80,5 @@ def for_inference(model: nn.Module, precision: str, device: torch.device) -> tup
                               exit_code=2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # upstream deprecation notices, not the user's concern
-            return quantize(model, set(matrix_layers(model)), dtype=torch.qint8), contextlib.nullcontext()
+            return quantize(model, set(matrix_layers(model)), dtype=torch.qint8), contextlib.nullcontext
     raise NmtkitError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}", exit_code=2)

@@ -2,7 +2,7 @@
 search, order restored."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import torch
@@ -88,12 +88,21 @@ def translate_ids(model: Seq2Seq, sources: Sequence[Item], opts: SearchOptions, 
 
 @dataclass
 class LineResult:
-    """What translate writes for one input line: the n-best outputs (N empty ones, scored 0, for an empty or
-    unusable line, so every line has its N entries)."""
+    """What translate writes for one input line: the n-best outputs, each with its ranking score (log-probability /
+    length^alpha), log-probability and length in tokens (``</s>`` included); N empty ones, scored 0 and of length
+    0, for an empty or unusable line, so every line has its N entries."""
 
     index: int
     texts: list[str]
     scores: list[float]
+    logprobs: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+
+    @property
+    def confidence(self) -> list[float]:
+        """Each output's mean log-probability per token (``</s>`` included; 0 for an empty entry): comparable
+        across lengths, closer to 0 where the model is surer."""
+        return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
 
 
 class Translator:
@@ -137,7 +146,8 @@ class Translator:
             if index not in by_index:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
-                yield LineResult(index, [""] * self.opts.n_best, [0.0] * self.opts.n_best)  # n-best: N entries each
+                n = self.opts.n_best  # n-best: N entries each
+                yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n)
                 continue
             inputs, nbest = by_index[index]
             if self.attention_out:
@@ -145,7 +155,8 @@ class Translator:
             texts = [self.tgt_vocab.decode(h.tokens) for h in nbest]
             if self.postprocess:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
-            yield LineResult(index, texts, [h.score for h in nbest])
+            yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
+                             [len(h.tokens) + 1 for h in nbest])
 
     def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:
         """The tokens and attention of a line's best hypothesis: ``source`` over the first input, ``source.<stream>``

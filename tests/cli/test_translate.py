@@ -1,5 +1,6 @@
 """nmtkit translate end to end: one line out per line in, n-best, attention file, errors; models with two inputs
 (from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
+import json
 import math
 import shutil
 
@@ -29,11 +30,40 @@ def test_greedy_equals_beam_one_and_files(trained_ckpt, text_dir, tmp_path):
     assert len((tmp_path / "g").read_text().splitlines()) == 30
 
 
-def test_n_best_format(trained_ckpt):
-    r = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 3], input="forty-two\none\n")
-    rows = [l.split(" ||| ") for l in r.stdout.splitlines()]
-    assert [row[0] for row in rows] == ["0", "0", "0", "1", "1", "1"]
-    assert all(len(row) == 3 and float(row[2]) <= 0 for row in rows)
+def n_best_rows(text: str) -> list[tuple[int, str, float, dict[str, float]]]:
+    """``--n-best`` lines: index, text, score and the named features."""
+    rows = []
+    for line in text.splitlines():
+        index, output, score, features = line.split(" ||| ")
+        named = dict(feature.split("=") for feature in features.split())
+        rows.append((int(index), output, float(score), {k: float(v) for k, v in named.items()}))
+    return rows
+
+
+@pytest.mark.parametrize("penalty", [1.0, 0.0])
+def test_n_best_format(trained_ckpt, penalty):
+    r = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 3, "--length-penalty", penalty],
+            input="forty-two\none\n")
+    rows = n_best_rows(r.stdout)
+    assert [row[0] for row in rows] == [0, 0, 0, 1, 1, 1] and all(row[2] <= 0 for row in rows)
+    assert all(set(features) == {"logprob", "confidence"} for *_, features in rows)
+    # the score is log p / length^penalty, the confidence log p / length (</s> counted)
+    same = "confidence" if penalty else "logprob"
+    assert all(score == pytest.approx(features[same], abs=1e-4) for _, _, score, features in rows)
+    assert any(features["confidence"] > features["logprob"] for *_, features in rows)
+
+
+def test_json_output_has_each_outputs_text_scores_and_confidence(trained_ckpt):
+    text = run(["translate", "-m", trained_ckpt, "--beam", 3, "--n-best", 2], input="forty-two\n\none\n").stdout
+    out = run(["translate", "-m", trained_ckpt, "--beam", 3, "--n-best", 2, "--output-format", "json"],
+              input="forty-two\n\none\n").stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["index"] for line in lines] == [0, 1, 2] and all(len(line["outputs"]) == 2 for line in lines)
+    outputs = [o for line in lines for o in line["outputs"]]
+    assert [o["text"] for o in outputs] == [row[1] for row in n_best_rows(text)]
+    assert lines[1]["outputs"][0] == {"text": "", "score": 0.0, "logprob": 0.0, "confidence": 0.0, "tokens": 0}
+    for o in outputs[:2] + outputs[4:]:
+        assert o["tokens"] == len(o["text"].split()) + 1 and o["confidence"] == pytest.approx(o["logprob"] / o["tokens"])
 
 
 def test_attention_out(trained_ckpt, tmp_path):
@@ -423,7 +453,7 @@ def test_replace_unk_in_translate_is_translate_then_replace_unk(unk_ckpt, text_d
         assert "eins" in r.stdout or "zwei" in r.stdout
     else:
         rows = [row.split(" ||| ") for row in r.stdout.splitlines()]
-        assert [text for _, text, _ in rows[0::2]] == piped.splitlines() and "<unk>" not in r.stdout
+        assert [row[1] for row in rows[0::2]] == piped.splitlines() and "<unk>" not in r.stdout
     assert f"<unk> in {30 * n_best} outputs:" in r.stderr and "from the dictionary" in r.stderr
 
 

@@ -21,7 +21,7 @@ def test_n_best_writes_n_entries_for_every_line_empty_ones_included(trained_ckpt
     r = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 3], input="forty-two\n\none\n")
     rows = [l.split(" ||| ") for l in r.stdout.splitlines()]
     assert [row[0] for row in rows] == ["0"] * 3 + ["1"] * 3 + ["2"] * 3
-    assert [row[1] for row in rows[3:6]] == [""] * 3 and all(len(row) == 3 for row in rows)
+    assert [row[1] for row in rows[3:6]] == [""] * 3 and all(len(row) == 4 for row in rows)
 
 
 def test_a_byte_order_mark_does_not_change_the_first_translation(trained_ckpt, tmp_path):

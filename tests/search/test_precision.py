@@ -54,7 +54,7 @@ def test_reduced_precision_stays_close_to_fp32(trained_ckpt, precision):
     with torch.no_grad():
         ref, _, _ = model.decode_step(prev, model.encode(src))
         fast, arithmetic = for_inference(model, precision, torch.device("cpu"))
-        with arithmetic:
+        with arithmetic():
             got, _, att = fast.decode_step(prev, fast.encode(src))
     assert got.dtype == torch.float32 and (got.exp().sum(-1) - 1).abs().max() < 1e-3
     assert (got - ref).abs().max() < 0.2 and got.argmax() == ref.argmax()

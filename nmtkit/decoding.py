@@ -1,0 +1,258 @@
+"""Decoding as a library: :class:`DecodeSettings` (the models and how to search) and a :class:`Decoder` that loads
+them once and translates lines, used by ``translate``, ``caption`` and ``serve`` alike; the commands only map their
+options onto the settings, read inputs and write outputs.
+
+Every setting mirrors a ``translate`` option of the same name, and a bad combination is a one-line error naming
+the options. ::
+
+    decoder = Decoder(DecodeSettings(models=("model/best.pt",), beam=5))
+    for result in decoder.translate_texts(["Click OK.", "Save the file."]):
+        print(result.texts[0], result.confidence[0])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union
+
+import torch
+
+from nmtkit.errors import NmtkitError
+from nmtkit.inference import LoadedModel, ensemble_of, load_model
+from nmtkit.search.attention_file import AttentionWriter
+from nmtkit.search.ensemble import EnsembleSources, ensemble_sources, normalised_weights
+from nmtkit.search.sources import Line, Source, StreamSources, line_text, model_sources, reading_limit
+from nmtkit.search.translator import LineResult, PostProcess, SearchOptions, Translator
+
+#: ``sources(loaded, model_path)``: what turns lines into a loaded model's inputs (text, image paths, feature rows)
+SourceMaker = Callable[[LoadedModel, str], Union[Source, StreamSources]]
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """How to decode: the checkpoints (several: an ensemble, weighted by ``weights``), the search (beam, n-best,
+    length penalty and limits, or sampling), arithmetic and device, and what the outputs go through (a shortlist,
+    edit costs, ``<unk>`` replacement). Each field is the ``translate`` option of its name."""
+
+    models: tuple[str, ...]
+    weights: Optional[tuple[float, ...]] = None
+    attention_model: int = 1  #: with an ensemble: the member (from 1) whose attention the outputs carry
+    beam: int = 5
+    n_best: int = 1
+    length_penalty: float = 1.0
+    batch_size: int = 32
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    max_input_len: Optional[int] = 250
+    sampling: bool = False
+    sampling_topk: int = 0
+    temperature: float = 1.0
+    seed: int = 1
+    device: str = "auto"
+    precision: str = "fp32"
+    threads: int = 0
+    attention: bool = False  #: keep each output's attention (attention files, alignments)
+    attention_layer: Optional[int] = None
+    attention_head: Optional[int] = None
+    shortlist: Optional[str] = None
+    shortlist_first: int = 100
+    shortlist_best: int = 100
+    edit_cost: float = 0.0
+    replace_unk: bool = False
+    dictionary: Optional[str] = None  #: ``--dict``: the lexical table of ``replace_unk``
+    cnn_weights: Optional[str] = None
+
+    def check(self) -> None:
+        """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
+        if not self.models:
+            raise NmtkitError("-m/--model: give a checkpoint", exit_code=2)
+        if self.sampling and self.n_best > 1:
+            raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
+        if self.n_best > self.beam:
+            raise NmtkitError(f"--n-best: expects at most the beam size ({self.beam}), got {self.n_best}", exit_code=2)
+        if self.attention_model > len(self.models):
+            raise NmtkitError(f"--attention-model: expects 1 to {len(self.models)} (one per -m), got "
+                              f"{self.attention_model}", exit_code=2)
+        if self.weights is not None:
+            if len(self.models) == 1:
+                raise NmtkitError("--weights: weighs the models of an ensemble (several -m); got one model",
+                                  exit_code=2)
+            normalised_weights(self.weights, len(self.models))
+        if self.dictionary and not self.replace_unk:
+            raise NmtkitError("--dict goes with --replace-unk", exit_code=2)
+        if self.edit_cost and self.shortlist:
+            raise NmtkitError("--edit-cost: post-editing models decode without --shortlist", exit_code=2)
+
+    def search_options(self, sampler=None) -> SearchOptions:
+        """The search's options (greedy where the beam is 1)."""
+        return SearchOptions(self.beam, self.n_best, self.max_len_a, self.max_len_b, self.length_penalty,
+                             self.batch_size, attention=self.attention or self.replace_unk, sampler=sampler)
+
+
+def text_sources(settings: DecodeSettings, name: str = "<input>") -> SourceMaker:
+    """Sources reading each of a model's inputs from a line's fields, ``name`` naming them in messages."""
+    def make(loaded: LoadedModel, path: str) -> StreamSources:
+        return model_sources(loaded, path, [name] * len(loaded.model.inputs), settings.max_input_len,
+                             settings.cnn_weights)
+    return make
+
+
+class Decoder:
+    """The models of ``settings`` loaded once (an ensemble of several), made ready to decode on their device, and
+    what turns lines into their inputs (``sources``; default: text, one field per model input) and outputs into
+    text. :meth:`translate` then decodes any number of line sequences, one :class:`LineResult` per line, in order.
+
+    ``sources[k]`` is member k's sources, whose ``invalid`` and ``truncated`` count what went wrong with lines
+    so far; ``unk_counts`` what ``replace_unk`` replaced."""
+
+    def __init__(self, settings: DecodeSettings, sources: Optional[SourceMaker] = None, name: str = "<input>"):
+        from nmtkit.device import pick_device
+        from nmtkit.search.precision import for_inference
+
+        settings.check()
+        if settings.threads > 0:
+            torch.set_num_threads(settings.threads)
+        self.settings = settings
+        self.device = pick_device(settings.device)
+        make = sources or text_sources(settings, name)
+        members = [load_model(path, self.device) for path in settings.models]
+        self.sources = [make(member, path) for member, path in zip(members, settings.models)]
+        if len(members) == 1:
+            self.loaded, first = members[0], self.sources[0]
+            self.source = first if isinstance(first, StreamSources) else StreamSources([first], getattr(first, "name", name))
+        else:
+            self.loaded = ensemble_of(members, settings.models, settings.weights, settings.attention_model - 1)
+            self.source = ensemble_sources(self.sources, self.loaded.model)
+        self.loaded.model.choose_attention(settings.attention_layer, settings.attention_head)
+        self.model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
+        sampler = None
+        if settings.sampling:
+            from nmtkit.search.sampling import Sampler
+
+            generator = torch.Generator(self.device).manual_seed(settings.seed)
+            sampler = Sampler(settings.sampling_topk, settings.temperature, generator)
+        self.options = settings.search_options(sampler)
+        self.unk_counts = None
+        replace = None
+        if settings.replace_unk:
+            limit = reading_limit(self.loaded.model, settings.max_input_len)[0]
+            replace, self.unk_counts = unk_replacement(self.loaded, settings.dictionary, limit)
+        self.postprocess = chained([step for step in (replace, as_text(self.loaded, self.source)) if step])
+
+    def _restricted(self):
+        """The model to search with: the loaded one, or it with a shortlisted output layer or edit costs."""
+        s, loaded = self.settings, self.loaded
+        if s.shortlist:
+            return shortlisted(loaded, s.shortlist, s.shortlist_first, s.shortlist_best)
+        if s.edit_cost:
+            return edit_costed(loaded, s.edit_cost)
+        return loaded.model
+
+    def arithmetic(self) -> ContextManager:
+        """The context decoding runs in (autocast for bf16)."""
+        return self._arithmetic()
+
+    def translate(self, lines: Iterable[Line], attention_out: Optional[AttentionWriter] = None,
+                  on_batch: Optional[Callable[[int], None]] = None, chunk_size: int = 10_000) -> Iterator[LineResult]:
+        """One result per line (its bytes, or one field per input), in order, ``chunk_size`` lines read and sorted
+        by length at a time (1: each line decoded as it arrives); ``attention_out`` gets each best output's
+        attention; ``on_batch(k)`` after each batch of k lines."""
+        translator = Translator(self.model, self.source, self.loaded.tgt_vocab, self.options, self.device,
+                                chunk_size, attention_out, self.postprocess)
+        with self.arithmetic():
+            yield from translator.translate(lines, on_batch)
+
+    def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]]) -> list[LineResult]:
+        """One result per text (a model with several inputs: one string per input, or TAB-separated fields)."""
+        return list(self.translate([encoded(text, len(self.source.fields)) for text in texts]))
+
+
+def encoded(text: Union[str, Sequence[str]], fields: int) -> Line:
+    """A text (or one text per input) as the line bytes the sources read: several fields where the model has
+    several inputs, a string split at its TABs."""
+    if isinstance(text, str):
+        return tuple(text.encode("utf-8", "surrogateescape").split(b"\t")) if fields > 1 else \
+            text.encode("utf-8", "surrogateescape")
+    return tuple(field.encode("utf-8", "surrogateescape") for field in text)
+
+
+def shortlisted(loaded: LoadedModel, path: str, first: int, best: int):
+    """``--shortlist``: the model with its output layer restricted, per batch, to the ``first`` most frequent target
+    words and the ``best`` translations of the batch's source words in the lexical table ``path``."""
+    from nmtkit.search.shortlist import Shortlist, Shortlisted
+    from nmtkit.tools.lexicon import load_translations
+
+    stream = loaded.model.inputs[0]
+    if stream not in loaded.vocabs:
+        raise NmtkitError(f"--shortlist: this {loaded.config['arch']} model's first input ({stream}) is not text",
+                          exit_code=2)
+    shortlist = Shortlist.from_translations(load_translations(path, best), loaded.vocabs[stream], loaded.tgt_vocab,
+                                            first, best, path)
+    return Shortlisted(loaded.model, shortlist, len(loaded.tgt_vocab), stream)
+
+
+def edit_costed(loaded: LoadedModel, cost: float):
+    """``--edit-cost``: a post-editing model whose every edit operation costs ``cost`` log-probability."""
+    from nmtkit.search.token_costs import TokenCosts, edit_costs
+
+    form = loaded.output_form
+    if not form.edits:
+        raise NmtkitError(f"--edit-cost: this {loaded.config['arch']} model outputs text, not edit operations (a "
+                          "post-editing model's corpus is made with preprocess --ape-edits)", exit_code=2)
+    return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab), cost))
+
+
+def as_text(loaded: LoadedModel, source: Union[StreamSources, EnsembleSources]) -> Optional[PostProcess]:
+    """What turns a model's output into text in its output form, with the line's raw inputs that the form reads
+    (e.g. the edit operations of automatic post-editing applied to the MT input), found among the fields that
+    ``source`` reads from a line; None where outputs are text."""
+    form = loaded.output_form
+    if not form.reads:
+        return None
+    fields_of = {stream: source.fields.index(stream) for stream in form.reads}
+    return lambda index, line, output, hypothesis: form.text(
+        output, {stream: line_text(index, line[k]) for stream, k in fields_of.items()})
+
+
+def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len: Optional[int]):
+    """``--replace-unk``: what replaces each ``<unk>`` of an output by the dictionary translation of the source word
+    it attended to most, or that word (replace-unk's rule, target-target-attention.txt §3.2), and the counts of
+    what it replaced. Needs word vocabularies on the first input and the output."""
+    from nmtkit.data.vocab import UNK, WordVocab
+    from nmtkit.search.ensemble import Ensemble
+    from nmtkit.tools.lexicon import load_lexicon
+    from nmtkit.tools.replace_unk import Counts, replace_unks
+
+    stream = loaded.model.inputs[0]
+    if not (isinstance(loaded.vocabs.get(stream), WordVocab) and isinstance(loaded.tgt_vocab, WordVocab)):
+        raise NmtkitError(f"--replace-unk: needs word vocabularies (preprocess --vocab word:N) on the model's first "
+                          f"input ({stream}) and its output", exit_code=2)
+    if isinstance(loaded.model, Ensemble) and any(own != name for streams in loaded.model.streams
+                                                  for own, name in streams.items()):
+        raise NmtkitError("--replace-unk: the ensemble's models read the source differently (other vocabularies or "
+                          "length limits), so their attention is over different positions", exit_code=2)
+    lexicon = load_lexicon(dict_path) if dict_path else {}
+    counts = Counts()
+
+    def replace(index: int, fields, text: str, hypothesis) -> str:
+        counts.lines += 1
+        if UNK not in hypothesis.tokens:
+            return text
+        words = line_text(index, fields[0]).split()[:max_input_len]
+        tokens = replace_unks(loaded.tgt_vocab.id_to_token(hypothesis.tokens), words,
+                              hypothesis.attention["source"], lexicon, counts)
+        return " ".join(t for t, i in zip(tokens, hypothesis.tokens) if i == UNK or i >= 4)  # as decode drops
+
+    return replace, counts
+
+
+def chained(steps: Sequence[PostProcess]) -> Optional[PostProcess]:
+    """One :data:`PostProcess` doing ``steps`` in turn (None for none)."""
+    if not steps:
+        return None
+
+    def run(index, fields, text, hypothesis):
+        for step in steps:
+            text = step(index, fields, text, hypothesis)
+        return text
+    return run
+

@@ -1,0 +1,46 @@
+"""The decoding library: settings checked before loading, a decoder that loads once and translates as the CLI does."""
+import pytest
+
+from nmtkit.decoding import Decoder, DecodeSettings, encoded
+from nmtkit.errors import NmtkitError
+from tests.conftest import run
+
+LINES = ["forty-two", "", "seven hundred", "one"]
+
+
+def test_a_decoder_translates_as_translate_does_call_after_call(trained_ckpt):
+    cli = run(["translate", "-m", trained_ckpt, "--beam", 3], input="\n".join(LINES) + "\n").stdout.splitlines()
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3))
+    first = decoder.translate_texts(LINES)
+    again = decoder.translate_texts(LINES[::-1])
+    assert [r.texts[0] for r in first] == cli and [r.texts[0] for r in again] == cli[::-1]
+    assert [r.index for r in first] == [0, 1, 2, 3] and first[1].lengths == [0]
+    assert all(c < 0 for r in first if r.texts[0] for c in r.confidence)
+
+
+def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
+    one = Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3, n_best=2)).translate_texts(LINES)
+    two = Decoder(DecodeSettings(models=(str(trained_ckpt),) * 2, weights=(2.0, 1.0), beam=3, n_best=2))
+    both = two.translate_texts(LINES)
+    assert [r.texts for r in both] == [r.texts for r in one]
+    assert [r.logprobs for r in both] == [pytest.approx(r.logprobs, abs=2e-4) for r in one]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"n_best": 6}, "--n-best: expects at most the beam size (5), got 6"),
+    ({"sampling": True, "n_best": 2}, "--n-best: --sampling draws one output a line"),
+    ({"weights": (1.0,)}, "--weights: weighs the models of an ensemble"),
+    ({"attention_model": 2}, "--attention-model: expects 1 to 1"),
+    ({"dictionary": "d.txt"}, "--dict goes with --replace-unk"),
+    ({"edit_cost": 1.0, "shortlist": "lex"}, "--edit-cost: post-editing models decode without --shortlist"),
+    ({"models": ()}, "-m/--model: give a checkpoint"),
+])
+def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, message):
+    with pytest.raises(NmtkitError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+        Decoder(DecodeSettings(**{"models": ("missing.pt",), **settings}))
+    assert e.value.exit_code == 2
+
+
+def test_a_line_of_several_inputs_is_one_field_each():
+    assert encoded("a b\tc", 2) == (b"a b", b"c") and encoded(["a b", "c\td"], 2) == (b"a b", b"c\td")
+    assert encoded("a\tb", 1) == b"a\tb"
