@@ -12,14 +12,15 @@ the options. ::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union
+from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
 
 import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
+from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.attention_file import AttentionWriter
-from nmtkit.search.ensemble import EnsembleSources, ensemble_sources, normalised_weights
+from nmtkit.search.ensemble import Ensemble, EnsembleSources, ensemble_sources, normalised_weights
 from nmtkit.search.sources import Line, Source, StreamSources, line_text, model_sources, reading_limit
 from nmtkit.search.translator import LineResult, PostProcess, SearchOptions, Translator
 
@@ -116,14 +117,16 @@ class Decoder:
         make = sources or text_sources(settings, name)
         members = [load_model(path, self.device) for path in settings.models]
         self.sources = [make(member, path) for member, path in zip(members, settings.models)]
+        self.source: Union[StreamSources, EnsembleSources]
         if len(members) == 1:
             self.loaded, first = members[0], self.sources[0]
             self.source = first if isinstance(first, StreamSources) else StreamSources([first], getattr(first, "name", name))
         else:
             self.loaded = ensemble_of(members, settings.models, settings.weights, settings.attention_model - 1)
-            self.source = ensemble_sources(self.sources, self.loaded.model)
+            self.source = ensemble_sources(self.sources, cast(Ensemble, self.loaded.model))
         self.loaded.model.choose_attention(settings.attention_layer, settings.attention_head)
-        self.model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
+        model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
+        self.model = cast(Seq2Seq, model)
         sampler = None
         if settings.sampling:
             from nmtkit.search.sampling import Sampler
@@ -152,11 +155,13 @@ class Decoder:
         return self._arithmetic()
 
     def translate(self, lines: Iterable[Line], attention_out: Optional[AttentionWriter] = None,
-                  on_batch: Optional[Callable[[int], None]] = None, chunk_size: int = 10_000) -> Iterator[LineResult]:
+                  on_batch: Optional[Callable[[int], None]] = None, chunk_size: int = 10_000,
+                  options: Optional[SearchOptions] = None) -> Iterator[LineResult]:
         """One result per line (its bytes, or one field per input), in order, ``chunk_size`` lines read and sorted
         by length at a time (1: each line decoded as it arrives); ``attention_out`` gets each best output's
-        attention; ``on_batch(k)`` after each batch of k lines."""
-        translator = Translator(self.model, self.source, self.loaded.tgt_vocab, self.options, self.device,
+        attention; ``on_batch(k)`` after each batch of k lines; ``options``: the search's, if not the settings'
+        (e.g. another beam size for one request)."""
+        translator = Translator(self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
                                 chunk_size, attention_out, self.postprocess)
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
@@ -168,11 +173,10 @@ class Decoder:
 
 def encoded(text: Union[str, Sequence[str]], fields: int) -> Line:
     """A text (or one text per input) as the line bytes the sources read: several fields where the model has
-    several inputs, a string split at its TABs."""
+    several inputs, a string split at its TABs; raises UnicodeEncodeError for a lone surrogate."""
     if isinstance(text, str):
-        return tuple(text.encode("utf-8", "surrogateescape").split(b"\t")) if fields > 1 else \
-            text.encode("utf-8", "surrogateescape")
-    return tuple(field.encode("utf-8", "surrogateescape") for field in text)
+        return tuple(text.encode("utf-8").split(b"\t")) if fields > 1 else text.encode("utf-8")
+    return tuple(field.encode("utf-8") for field in text)
 
 
 def shortlisted(loaded: LoadedModel, path: str, first: int, best: int):
@@ -218,7 +222,6 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
     it attended to most, or that word (replace-unk's rule, target-target-attention.txt §3.2), and the counts of
     what it replaced. Needs word vocabularies on the first input and the output."""
     from nmtkit.data.vocab import UNK, WordVocab
-    from nmtkit.search.ensemble import Ensemble
     from nmtkit.tools.lexicon import load_lexicon
     from nmtkit.tools.replace_unk import Counts, replace_unks
 

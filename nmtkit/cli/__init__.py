@@ -129,4 +129,4 @@ class LazyCommands(dict):
 
 main.commands = LazyCommands({name: name.replace("-", "_") for name in (
     "preprocess", "check-corpus", "train", "average", "translate", "caption", "export", "score", "compare", "replace-unk",
-    "bucket-bleu", "plot-attn", "align", "demo-corpus")})
+    "bucket-bleu", "plot-attn", "align", "demo-corpus", "serve")})

@@ -202,10 +202,7 @@ def formatted(result: LineResult, n_best: int, output_format: str = "text") -> s
     1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
     log-probability, C its mean per token); or, in ``json``, one object with the outputs and their numbers."""
     if output_format == "json":
-        outputs = [{"text": text, "score": score, "logprob": logprob, "confidence": confidence, "tokens": length}
-                   for text, score, logprob, confidence, length in
-                   zip(result.texts, result.scores, result.logprobs, result.confidence, result.lengths)]
-        return json.dumps({"index": result.index, "outputs": outputs}, ensure_ascii=False) + "\n"
+        return json.dumps({"index": result.index, "outputs": result.outputs()}, ensure_ascii=False) + "\n"
     if n_best == 1:
         return result.texts[0] + "\n"
     return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}\n"

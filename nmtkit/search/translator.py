@@ -104,6 +104,13 @@ class LineResult:
         across lengths, closer to 0 where the model is surer."""
         return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
 
+    def outputs(self) -> list[dict]:
+        """Each output as JSON would hold it: ``text``, ``score``, ``logprob``, ``confidence`` and ``tokens`` (its
+        length)."""
+        return [{"text": text, "score": score, "logprob": logprob, "confidence": confidence, "tokens": length}
+                for text, score, logprob, confidence, length in
+                zip(self.texts, self.scores, self.logprobs, self.confidence, self.lengths)]
+
 
 class Translator:
     """Translates (or captions) input lines with a model: each line becomes the model's inputs through a

@@ -19,6 +19,7 @@ PAGES = {
     "train": "train.md",
     "translate": "translate.md",
     "caption": "caption.md",
+    "serve": "serve.md",
     "score": "score.md",
     "compare": "compare.md",
     "replace-unk": "replace-unk.md",

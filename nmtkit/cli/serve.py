@@ -1,0 +1,91 @@
+"""nmtkit serve: translation over HTTP, requests arriving together decoded together."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from nmtkit.cli.options import Checked
+from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS, Range
+from nmtkit.errors import NmtkitError
+
+NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """``-m [NAME=]CHECKPOINT[,CHECKPOINT...]`` by name: an ensemble where several checkpoints are given; the
+    name defaults to the checkpoint's folder (``runs/de/best.pt``: ``de``). Two models of one name are an error."""
+    models: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        name, _, paths = spec.partition("=")
+        if not paths or not NAME.fullmatch(name) or Path(spec).is_file():
+            name, paths = "", spec
+        checkpoints = tuple(p for p in paths.split(",") if p) if not Path(paths).is_file() else (paths,)
+        if not checkpoints:
+            raise NmtkitError(f"-m {spec}: give a checkpoint, e.g. -m de=runs/de/best.pt", exit_code=2)
+        name = name or Path(checkpoints[0]).resolve().parent.name or "model"
+        if name in models:
+            raise NmtkitError(f"-m {spec}: a second model named {name!r}; name them, e.g. -m NAME=CHECKPOINT",
+                              exit_code=2)
+        models[name] = checkpoints
+    return models
+
+
+@click.command("serve")
+@click.option("-m", "--model", "specs", required=True, multiple=True, metavar="[NAME=]CHECKPOINT[,CHECKPOINT...]",
+              help="a model to serve (several: repeat -m); NAME [default: the checkpoint's folder] is what requests "
+                   "ask for; several checkpoints, comma-separated: an ensemble; the first -m is the default")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0: every one)")
+@click.option("--port", type=Checked(int, Range(0, 65535)), default=8080, show_default=True,
+              help="port to listen on (0: any free one, printed)")
+@click.option("-b", "--beam", type=Checked(int, BEAM), default=5, show_default=True,
+              help="beam size, unless a request gives one")
+@click.option("--length-penalty", type=Checked(float, LENGTH_PENALTY), default=1.0, show_default=True,
+              help="rank finished hypotheses by log-prob / length^alpha")
+@click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True,
+              help="truncate longer inputs (tokens), with a warning in the server's log")
+@click.option("--max-batch", type=Checked(int, POSITIVE), default=32, show_default=True,
+              help="the most lines decoded together: requests arriving together share a batch up to this")
+@click.option("--max-wait-ms", type=Checked(float, Range(0, 10_000)), default=5.0, show_default=True,
+              help="how long a request waits for others to share its batch")
+@click.option("--queue-size", type=Checked(int, POSITIVE), default=256, show_default=True,
+              help="requests waiting at most; more are refused with 503")
+@click.option("--max-lines", type=Checked(int, POSITIVE), default=256, show_default=True,
+              help="lines per request at most (more: 413)")
+@click.option("--max-chars", type=Checked(int, POSITIVE), default=100_000, show_default=True,
+              help="characters per request at most (more: 413)")
+@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
+              help="arithmetic, as translate --precision")
+@click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)")
+def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
+            queue_size, max_lines, max_chars, device, precision, threads):
+    """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
+    documentation at /docs.
+
+    Requests that arrive together are decoded together (--max-batch, --max-wait-ms); each response
+    holds only its own lines, in order. Ctrl-C or SIGTERM stops taking requests and finishes those
+    in flight. See docs/serve.md.
+    """
+    try:
+        import uvicorn
+
+        from nmtkit.serve.app import Limits, make_app
+    except ImportError as e:
+        raise NmtkitError(f"serve needs FastAPI and uvicorn: pip install 'nmtkit[serve]' ({e})", exit_code=2) from None
+    from nmtkit.decoding import Decoder, DecodeSettings
+    from nmtkit.progress import log
+
+    models = named_models(specs)
+    decoders = {}
+    for name, checkpoints in models.items():
+        settings = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty, max_len_a=max_len_a,
+                                  max_len_b=max_len_b, max_input_len=max_input_len, batch_size=max_batch,
+                                  device=device, precision=precision, threads=threads)
+        decoders[name] = Decoder(settings, name=f"request ({name})")
+        log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
+    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms))
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=None)

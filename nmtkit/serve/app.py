@@ -1,0 +1,163 @@
+"""The HTTP server's application (FastAPI): ``POST /translate``, ``GET /health``, ``GET /models``, the OpenAPI
+documentation at ``/docs`` and a page to try the models at ``/``.
+
+Every request's lines go through one :class:`~nmtkit.serve.batcher.Batcher`, so that requests arriving together
+are decoded together. Errors are JSON ``{"error": "one line"}``: 400 for a body that is not JSON, 422 for a field
+that is wrong (named), 413 for too many lines or characters, 503 when the queue is full (with ``Retry-After``).
+"""
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Hashable, Optional, Sequence, Union, cast
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from nmtkit import __version__
+from nmtkit.decoding import Decoder, encoded
+from nmtkit.search.translator import LineResult
+from nmtkit.serve.batcher import Batcher, Full, Job
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the server accepts: lines and characters per request, jobs waiting, and how it batches (``max_batch``
+    lines gathered for up to ``max_wait_ms``)."""
+
+    max_lines: int = 256
+    max_chars: int = 100_000
+    queue_size: int = 256
+    max_batch: int = 32
+    max_wait_ms: float = 5.0
+
+
+class TranslateRequest(BaseModel):
+    """``POST /translate``'s body."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: list[Union[str, list[str]]] = Field(
+        description="the lines to translate; for a model with several inputs, each line's inputs as a list of "
+                    "strings (or TAB-separated)")
+    model: Optional[str] = Field(None, description="the model's name (GET /models) [default: the first]")
+    beam: Optional[int] = Field(None, ge=1, le=1000, description="beam size [default: the server's]")
+    n_best: Optional[int] = Field(None, ge=1, le=1000, description="outputs per line, best first [default: 1]")
+
+
+def error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def field_name(location: Sequence[Union[str, int]]) -> str:
+    """A validation error's field, dotted (``text.3``), without the ``body`` it is in."""
+    return ".".join(str(part) for part in location if part != "body") or "body"
+
+
+def line_results(results: Sequence[LineResult]) -> list[dict]:
+    """The JSON of each line's outputs, as ``translate --output-format json`` writes them."""
+    return [{"outputs": result.outputs()} for result in results]
+
+
+def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI:
+    """The application serving ``decoders`` by name (the first is the default)."""
+    default = next(iter(decoders))
+
+    def decode(key: Hashable, lines) -> list[LineResult]:
+        name, beam, n_best = cast(tuple, key)
+        decoder = decoders[name]
+        options = replace(decoder.options, beam_size=beam, n_best=n_best)
+        return list(decoder.translate(lines, chunk_size=max(len(lines), 1), options=options))
+
+    batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        batcher.start()
+        yield
+        await asyncio.get_running_loop().run_in_executor(None, batcher.stop)  # the requests in flight finish
+
+    app = FastAPI(title="nmtkit", summary="Neural machine translation with attention", version=__version__,
+                  lifespan=lifespan)
+    app.state.batcher = batcher
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        if first.get("type") == "json_invalid":
+            return error(400, f"the body is not JSON: {first.get('ctx', {}).get('error', first['msg'])}")
+        return error(422, f"{field_name(first['loc'])}: {first['msg']}")
+
+    @app.middleware("http")
+    async def body_size(request: Request, call_next):
+        length = request.headers.get("content-length")
+        most = 4 * limits.max_chars + 65_536  # (UTF-8 and JSON's quoting: at most this for max_chars characters)
+        if length and length.isdigit() and int(length) > most:
+            return error(413, f"a body of {int(length)} bytes; at most {most} are accepted")
+        return await call_next(request)
+
+    @app.get("/health")
+    async def health() -> dict:
+        """Whether the server is up, and how busy."""
+        return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight}
+
+    @app.get("/models")
+    async def models() -> dict:
+        """The models served, by name (the first is the default)."""
+        return {"models": [{"name": name, "arch": d.loaded.config["arch"], "inputs": list(d.loaded.model.inputs),
+                            "checkpoints": list(d.settings.models), "beam": d.settings.beam,
+                            "default": name == default} for name, d in decoders.items()]}
+
+    @app.post("/translate")
+    async def translate(body: TranslateRequest):
+        """Translate lines: one result per line, in order, each with its n-best outputs (text, score,
+        log-probability, confidence: the mean log-probability per token, and length in tokens)."""
+        name = body.model or default
+        if name not in decoders:
+            return error(422, f"model: no model named {name!r}; the models are {', '.join(decoders)}")
+        decoder = decoders[name]
+        beam = body.beam or decoder.settings.beam
+        n_best = body.n_best or 1
+        if n_best > beam:
+            return error(422, f"n_best: expects at most the beam size ({beam}), got {n_best}")
+        if len(body.text) > limits.max_lines:
+            return error(413, f"text: {len(body.text)} lines; at most {limits.max_lines} per request")
+        chars = sum(len(line) if isinstance(line, str) else sum(map(len, line)) for line in body.text)
+        if chars > limits.max_chars:
+            return error(413, f"text: {chars} characters; at most {limits.max_chars} per request")
+        fields = len(decoder.source.fields)
+        lines = []
+        for k, line in enumerate(body.text):
+            if not isinstance(line, str) and len(line) != fields:
+                return error(422, f"text.{k}: {len(line)} inputs; this model reads {fields}")
+            try:
+                lines.append(encoded(line, fields))
+            except UnicodeEncodeError:
+                return error(422, f"text.{k}: not valid Unicode (a lone surrogate)")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+
+        def done(outcome) -> None:  # (in the worker's thread)
+            def settle() -> None:
+                if not future.done():  # (the client may have gone)
+                    future.set_result(outcome)
+            loop.call_soon_threadsafe(settle)
+
+        try:
+            batcher.submit(Job(lines, (name, beam, n_best), done))
+        except Full as e:
+            return error(503, f"the server is busy ({e}); try again", **{"Retry-After": "1"})
+        outcome = await future
+        if isinstance(outcome, Exception):
+            return error(500, f"decoding failed: {outcome}")
+        return {"model": name, "translations": line_results(outcome)}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> str:
+        """A page to try the models: text in, translation out."""
+        return resources.files("nmtkit.serve").joinpath("page.html").read_text(encoding="utf-8")
+
+    return app

@@ -1,0 +1,118 @@
+"""Dynamic batching: requests that arrive together are decoded together.
+
+Requests become :class:`Job` s in a bounded queue; one worker thread takes the oldest job, then for up to
+``max_wait`` seconds gathers the jobs that can share its batch (the same model and search settings, ``max_batch``
+lines in all), decodes their lines as one sequence (sorted by length inside the decoder) and gives each job its own
+results, in order. Jobs of other settings met meanwhile wait for the next round, in their order of arrival. One
+thread decodes, so the models never run concurrently with themselves.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Callable, Hashable, Optional, Sequence
+
+from nmtkit.search.sources import Line
+from nmtkit.search.translator import LineResult
+
+#: ``decode(key, lines)``: the results of lines decoded together under the settings that ``key`` names
+Decode = Callable[[Hashable, Sequence[Line]], list[LineResult]]
+
+
+@dataclass
+class Job:
+    """One request's lines and its settings' ``key``; ``done`` gets its results, or the error that decoding raised.
+    ``batched_with``: how many lines its batch held in all (for tests and logs)."""
+
+    lines: list[Line]
+    key: Hashable
+    done: Callable[[object], None]
+    batched_with: int = field(default=0, init=False)
+
+
+class Full(Exception):
+    """The queue holds as many jobs as it may: the request is refused (503)."""
+
+
+class Batcher:
+    """A worker thread decoding queued jobs in batches of up to ``max_batch`` lines gathered for up to ``max_wait``
+    seconds; at most ``queue_size`` jobs wait."""
+
+    def __init__(self, decode: Decode, max_batch: int = 32, max_wait: float = 0.005, queue_size: int = 256):
+        self.decode, self.max_batch, self.max_wait = decode, max_batch, max_wait
+        self.jobs: queue.Queue[Optional[Job]] = queue.Queue(queue_size)
+        self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
+        self.thread = threading.Thread(target=self._work, name="nmtkit-batcher", daemon=True)
+        self.in_flight = 0  #: jobs submitted and not done
+        self._lock = threading.Lock()
+
+    def start(self) -> "Batcher":
+        self.thread.start()
+        return self
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job``, or raise :class:`Full`."""
+        with self._lock:
+            try:
+                self.jobs.put_nowait(job)
+            except queue.Full:
+                raise Full(f"{self.jobs.maxsize} requests are waiting") from None
+            self.in_flight += 1
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Finish every job submitted so far, then end the worker."""
+        self.jobs.put(None)
+        self.thread.join(timeout)
+
+    def _next(self, timeout: Optional[float]) -> Optional[Job]:
+        """The next job, held ones first; raises queue.Empty after ``timeout`` seconds (None: wait)."""
+        if self.held:
+            return self.held.popleft()
+        return self.jobs.get(timeout=timeout) if timeout is None or timeout > 0 else self.jobs.get_nowait()
+
+    def _work(self) -> None:
+        stopping = False
+        while not stopping or self.held:
+            first = self._next(None)  # (once stopping, only held jobs are left: they come first)
+            if first is None:
+                stopping = True
+                continue
+            batch, count = [first], len(first.lines)
+            deadline = time.monotonic() + self.max_wait
+            later: list[Job] = []
+            while count < self.max_batch and not stopping:
+                try:
+                    job = self._next(deadline - time.monotonic())
+                except queue.Empty:
+                    break
+                if job is None:
+                    stopping = True
+                elif job.key == first.key and count + len(job.lines) <= self.max_batch:
+                    batch.append(job)
+                    count += len(job.lines)
+                else:
+                    later.append(job)
+            self.held.extend(later)  # (held jobs were taken first, so order is kept)
+            self._run(batch, count)
+
+    def _run(self, batch: list[Job], count: int) -> None:
+        """Decode a batch's lines together and hand each job its own results (or the error)."""
+        try:
+            results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
+        except Exception as e:  # every job of the batch gets the error; the worker goes on
+            results = None
+            error: Exception = e
+        start = 0
+        for job in batch:
+            job.batched_with = count
+            if results is None:
+                job.done(error)
+            else:
+                own = results[start:start + len(job.lines)]
+                job.done([replace(r, index=r.index - start) for r in own])
+                start += len(job.lines)
+            with self._lock:
+                self.in_flight -= 1

@@ -1,0 +1,81 @@
+"""nmtkit serve end to end: a server process on a loopback port translates, and stops on SIGTERM once the request
+in flight is answered; models are named on the command line."""
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from nmtkit.cli.serve import named_models
+from nmtkit.errors import NmtkitError
+from tests.conftest import run
+from tests.serve.test_app import free_port
+
+
+def start(*args) -> tuple[subprocess.Popen, str]:
+    """``nmtkit serve ARGS`` on a free port, once it answers /health: the process and its URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "nmtkit", "serve", "--port", str(port), *map(str, args)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"serve exited {server.returncode}: {server.stdout.read()}")
+        try:
+            httpx.get(f"{url}/health", timeout=1)
+            return server, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.kill()
+    raise AssertionError("serve did not answer in 60 s")
+
+
+def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_ckpt, tmp_path):
+    cli = run(["translate", "-m", trained_ckpt], input="forty-two\none\n").stdout.splitlines()
+    model = tmp_path / "de"
+    model.mkdir()
+    shutil.copy(trained_ckpt, model / "best.pt")
+    server, url = start("-m", model / "best.pt", "--threads", 1)
+    try:
+        assert [m["name"] for m in httpx.get(f"{url}/models").json()["models"]] == ["de"]
+        r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "one"]})
+        assert [t["outputs"][0]["text"] for t in r.json()["translations"]] == cli
+        lines = ["seven hundred forty-two thousand"] * 200  # a request that takes a while
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(httpx.post, f"{url}/translate", json={"text": lines, "beam": 8}, timeout=120)
+            while httpx.get(f"{url}/health").json()["in_flight"] == 0:
+                time.sleep(0.01)
+            server.send_signal(signal.SIGTERM)
+            answer = pending.result(120)
+        assert answer.status_code == 200 and len(answer.json()["translations"]) == 200
+        log = server.communicate(timeout=60)[0]
+    finally:
+        server.kill()
+    assert "Finished server process" in log and server.returncode in (0, 143), log
+
+
+def test_models_are_named_by_folder_or_given_name_and_several_checkpoints_ensemble(tmp_path):
+    for folder in ("de", "fr"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "best.pt").write_bytes(b"")
+    de, fr = tmp_path / "de" / "best.pt", tmp_path / "fr" / "best.pt"
+    assert named_models((str(de), f"x={fr}", f"both={de},{fr}")) == \
+        {"de": (str(de),), "x": (str(fr),), "both": (str(de), str(fr))}
+    with pytest.raises(NmtkitError, match="a second model named 'de'"):
+        named_models((str(de), f"de={fr}"))
+    with pytest.raises(NmtkitError, match="give a checkpoint"):
+        named_models(("x=,",))
+
+
+def test_serve_errors_are_one_line(trained_ckpt, tmp_path):
+    r = run(["serve", "-m", tmp_path / "missing.pt", "--port", free_port()], ok=False)
+    assert r.stderr.startswith("error: ") and "missing.pt" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = run(["serve", "-m", trained_ckpt, "-m", trained_ckpt, "--port", free_port()], ok=False)
+    assert r.exit_code == 2 and "a second model named" in r.stderr

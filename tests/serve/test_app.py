@@ -1,0 +1,150 @@
+"""The server's application, served by uvicorn on a loopback port: what /translate answers, its errors, concurrent
+clients each getting their own lines, a full queue, and the requests in flight finishing at shutdown."""
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import uvicorn
+
+from nmtkit.decoding import Decoder, DecodeSettings
+from nmtkit.serve.app import Limits, make_app
+from tests.conftest import run
+
+LINES = ["forty-two", "", "seven hundred", "one"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(decoders, limits=None):
+    """``make_app(decoders, limits)`` served on a free loopback port, in a thread: its URL, and the server."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(make_app(decoders, limits or Limits()), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the server did not start")
+        threading.Event().wait(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def decoder(trained_ckpt):
+    return Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3))
+
+
+@pytest.fixture(scope="module")
+def url(decoder):
+    with served({"tiny": decoder, "other": decoder}, Limits(max_lines=8, max_chars=200)) as (address, _):
+        yield address
+
+
+def test_translate_answers_as_the_command_line_does(url, trained_ckpt):
+    cli = run(["translate", "-m", trained_ckpt, "--beam", 3], input="\n".join(LINES) + "\n").stdout.splitlines()
+    r = httpx.post(f"{url}/translate", json={"text": LINES})
+    assert r.status_code == 200 and r.json()["model"] == "tiny"
+    translations = r.json()["translations"]
+    assert [t["outputs"][0]["text"] for t in translations] == cli
+    assert translations[1]["outputs"] == [{"text": "", "score": 0.0, "logprob": 0.0, "confidence": 0.0, "tokens": 0}]
+    first = translations[0]["outputs"][0]
+    assert first["confidence"] == pytest.approx(first["logprob"] / first["tokens"]) and first["confidence"] < 0
+
+
+def test_a_request_chooses_its_model_beam_and_n_best(url, trained_ckpt):
+    cli = run(["translate", "-m", trained_ckpt, "--beam", 4, "--n-best", 2], input="forty-two\n").stdout.splitlines()
+    r = httpx.post(f"{url}/translate", json={"text": ["forty-two"], "model": "other", "beam": 4, "n_best": 2})
+    assert r.json()["model"] == "other"
+    assert [o["text"] for o in r.json()["translations"][0]["outputs"]] == [row.split(" ||| ")[1] for row in cli]
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ({"text": ["a"], "bogus": 1}, 422, "bogus: Extra inputs are not permitted"),
+    ({"text": "a"}, 422, "text: Input should be a valid list"),
+    ({"text": [3]}, 422, "text.0"),
+    ({}, 422, "text: Field required"),
+    ({"text": ["a"], "beam": 0}, 422, "beam: Input should be greater than or equal to 1"),
+    ({"text": ["a"], "beam": 2, "n_best": 3}, 422, "n_best: expects at most the beam size (2), got 3"),
+    ({"text": ["a"], "model": "nope"}, 422, "model: no model named 'nope'; the models are tiny, other"),
+    ({"text": [["a", "b"]]}, 422, "text.0: 2 inputs; this model reads 1"),
+    ({"text": ["\ud800"]}, 422, "text.0: not valid Unicode"),
+    ({"text": ["a"] * 9}, 413, "text: 9 lines; at most 8 per request"),
+    ({"text": ["a" * 150, "b" * 51]}, 413, "text: 201 characters; at most 200 per request"),
+])
+def test_bad_requests_are_one_line_naming_the_field(url, body, status, message):
+    r = httpx.post(f"{url}/translate", content=json.dumps(body), headers={"content-type": "application/json"})
+    assert r.status_code == status and message in r.json()["error"], r.text
+
+
+def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
+    r = httpx.post(f"{url}/translate", content=b'{"text": [', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"].startswith("the body is not JSON")
+    r = httpx.post(f"{url}/translate", content=b"x" * 70_000, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "70000 bytes" in r.json()["error"]
+
+
+def test_health_models_page_and_api_docs(url):
+    assert httpx.get(f"{url}/health").json() == {"status": "ok", "waiting": 0, "in_flight": 0}
+    models = httpx.get(f"{url}/models").json()["models"]
+    assert [(m["name"], m["arch"], m["default"], m["beam"]) for m in models] == \
+        [("tiny", "rnnsearch", True, 3), ("other", "rnnsearch", False, 3)]
+    page = httpx.get(f"{url}/")
+    assert page.status_code == 200 and 'id="translate"' in page.text and "/translate" in page.text
+    assert httpx.get(f"{url}/docs").status_code == 200
+    assert "/translate" in httpx.get(f"{url}/openapi.json").json()["paths"]
+
+
+def test_concurrent_clients_each_get_their_own_lines_in_order(url, decoder):
+    expected = {line: r.texts[0] for line, r in zip(LINES, decoder.translate_texts(LINES))}
+    requests = [[LINES[(i + k) % 4] for k in range(1 + i % 3)] for i in range(24)]
+
+    def ask(lines):
+        return httpx.post(f"{url}/translate", json={"text": lines}, timeout=60).json()["translations"]
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(ask, requests))
+    for lines, answer in zip(requests, answers):
+        assert [t["outputs"][0]["text"] for t in answer] == [expected[line] for line in lines]
+
+
+def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shutdown(decoder, monkeypatch):
+    gate, entered = threading.Event(), threading.Event()
+    translate = decoder.translate
+
+    def held(*args, **kwargs):
+        entered.set()
+        gate.wait(30)
+        return translate(*args, **kwargs)
+
+    monkeypatch.setattr(decoder, "translate", held)
+    with served({"tiny": decoder}, Limits(queue_size=1, max_batch=1, max_wait_ms=0)) as (address, server):
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(httpx.post, f"{address}/translate", json={"text": ["one"]}, timeout=60)
+            assert entered.wait(30)  # the worker holds the first request
+            second = pool.submit(httpx.post, f"{address}/translate", json={"text": ["forty-two"]}, timeout=60)
+            while httpx.get(f"{address}/health").json()["waiting"] < 1:
+                threading.Event().wait(0.01)
+            refused = httpx.post(f"{address}/translate", json={"text": ["seven"]})
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert "busy" in refused.json()["error"]
+            server.should_exit = True  # shutdown begins with two requests in flight
+            threading.Event().wait(0.2)
+            gate.set()
+            answers = [first.result(30), second.result(30)]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert [a.json()["translations"][0]["outputs"][0]["text"] for a in answers] == \
+        [r.texts[0] for r in decoder.translate_texts(["one", "forty-two"])]

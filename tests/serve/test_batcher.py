@@ -1,0 +1,96 @@
+"""Dynamic batching: jobs arriving together share a batch, each gets its own results in order, nothing is lost."""
+import threading
+
+import pytest
+
+from nmtkit.search.translator import LineResult
+from nmtkit.serve.batcher import Batcher, Full, Job
+
+
+class Recorder:
+    """A decode that upper-cases lines and records each batch (its key and lines); ``gate`` holds it."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, list[bytes]]] = []
+        self.gate, self.entered = threading.Event(), threading.Event()
+        self.gate.set()
+
+    def __call__(self, key, lines):
+        self.entered.set()
+        self.gate.wait(10)
+        self.calls.append((key, list(lines)))
+        if b"boom" in lines:
+            raise RuntimeError("boom")
+        return [LineResult(i, [line.decode().upper()], [0.0], [0.0], [1]) for i, line in enumerate(lines)]
+
+
+def job(lines, key="a"):
+    """A job and the list its outcome lands in (with an event set when it does)."""
+    got: list = []
+    done = threading.Event()
+    return Job([s.encode() for s in lines], key, lambda outcome: (got.append(outcome), done.set())), got, done
+
+
+def submit_while_held(batcher, recorder, jobs):
+    """Submit ``jobs`` while the worker is busy with a first job, so that they wait together."""
+    recorder.gate.clear()
+    first, _, first_done = job(["first"])
+    batcher.submit(first)
+    assert recorder.entered.wait(10)  # the worker decodes it
+    for j, _, _ in jobs:
+        batcher.submit(j)
+    recorder.gate.set()
+    first_done.wait(10)
+    for _, _, done in jobs:
+        assert done.wait(10)
+
+
+def test_jobs_arriving_together_share_a_batch_and_get_their_own_lines_in_order():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=8, max_wait=0.05).start()
+    jobs = [job(["x1", "x2"]), job(["y1"]), job(["z1", "z2", "z3"])]
+    submit_while_held(batcher, recorder, jobs)
+    assert recorder.calls[1] == ("a", [b"x1", b"x2", b"y1", b"z1", b"z2", b"z3"])
+    assert [[r.texts[0] for r in got[0]] for _, got, _ in jobs] == [["X1", "X2"], ["Y1"], ["Z1", "Z2", "Z3"]]
+    assert [[r.index for r in got[0]] for _, got, _ in jobs] == [[0, 1], [0], [0, 1, 2]]
+    assert all(j.batched_with == 6 for j, _, _ in jobs) and batcher.in_flight == 0
+    batcher.stop(10)
+
+
+def test_a_batch_holds_one_settings_and_at_most_max_batch_lines_others_wait_in_order():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=3, max_wait=0.05).start()
+    jobs = [job(["a1", "a2"]), job(["b1"], key="b"), job(["a3"]), job(["a4", "a5"]), job(["b2"], key="b")]
+    submit_while_held(batcher, recorder, jobs)
+    assert recorder.calls[1:] == [("a", [b"a1", b"a2", b"a3"]), ("b", [b"b1", b"b2"]), ("a", [b"a4", b"a5"])]
+    assert [got[0][0].texts[0] for _, got, _ in jobs] == ["A1", "B1", "A3", "A4", "B2"]
+    batcher.stop(10)
+
+
+def test_a_failed_batch_fails_its_jobs_only_and_the_worker_goes_on():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=4, max_wait=0.05).start()
+    bad, good = [job(["ok", "boom"]), job(["fine"])], [job(["later"], key="b")]
+    submit_while_held(batcher, recorder, bad + good)
+    assert all(isinstance(got[0], RuntimeError) for _, got, _ in bad)
+    assert good[0][1][0][0].texts == ["LATER"]
+    batcher.stop(10)
+
+
+def test_a_full_queue_refuses_and_stopping_finishes_every_job_submitted():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=1, max_wait=0, queue_size=2).start()
+    recorder.gate.clear()
+    held, _, _ = job(["held"])
+    batcher.submit(held)
+    assert recorder.entered.wait(10)  # the worker has taken it and waits at the gate
+    waiting = [job(["w1"]), job(["w2"])]
+    for j, _, _ in waiting:
+        batcher.submit(j)
+    with pytest.raises(Full, match="2 requests are waiting"):
+        batcher.submit(job(["refused"])[0])
+    stopper = threading.Thread(target=batcher.stop)
+    stopper.start()
+    recorder.gate.set()
+    stopper.join(10)
+    assert not batcher.thread.is_alive() and [got[0][0].texts for _, got, _ in waiting] == [["W1"], ["W2"]]
