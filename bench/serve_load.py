@@ -1,0 +1,154 @@
+"""Load test of ``nmtkit serve`` on the loopback interface: concurrent clients sending one sentence a request.
+
+First ``nmtkit translate`` decodes the sentences (batch 32) for the reference outputs and its speed (model loading
+excluded, from its log); then one ``nmtkit serve`` process answers 1, 4 and 16 concurrent clients in turn (the
+``--clients`` counts), each phase sending every sentence once as its own request. For each phase: sentences/s, the
+ratio to translate's, p50/p99 latency, and every answer checked against translate's output for its sentence (none
+lost, none mixed up: an answer that is another sentence's translation is mixed up; one that is neither is counted
+apart, as a sentence decoded otherwise in another batch). Bounded in count
+(``--lines``) and time (``--time-limit`` per phase: what is left unsent is reported).
+
+    python bench/serve_load.py -m MODEL -i ../shared/data/lo-ende/test.en --lines 500 --threads 2 [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))] if ordered else 0.0
+
+
+def translate_reference(args, lines: list[str], work: Path) -> tuple[list[str], float]:
+    """``nmtkit translate``'s outputs of ``lines`` and its sentences/s (model loading excluded)."""
+    source, output = work / "input.txt", work / "output.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = subprocess.run(["nmtkit", "translate", "-m", args.model, "-i", str(source), "-o", str(output),
+                          "--beam", str(args.beam), "--batch-size", "32", "--threads", str(args.threads)],
+                         capture_output=True, text=True, check=True)
+    found = re.search(r"translated \d+ lines in [\d.]+ s \(([\d.]+) lines/s", run.stderr)
+    if not found:
+        raise SystemExit(f"error: no speed in translate's log: {run.stderr[-500:]}")
+    return output.read_text(encoding="utf-8").splitlines(), float(found.group(1))
+
+
+def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
+    """``nmtkit serve`` on a free loopback port, once it listens: the process and its URL."""
+    log = open(log_path, "w")
+    server = subprocess.Popen(["nmtkit", "serve", "-m", f"bench={args.model}", "--port", "0", "--beam", str(args.beam),
+                               "--threads", str(args.threads), "--max-batch", str(args.max_batch),
+                               "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = re.search(r"Uvicorn running on (http://\S+)", log_path.read_text())
+        if found:
+            return server, found.group(1)
+        if server.poll() is not None:
+            raise SystemExit(f"error: serve exited {server.returncode}: {log_path.read_text()[-500:]}")
+        time.sleep(0.1)
+    server.kill()
+    raise SystemExit("error: serve did not start in 120 s")
+
+
+def phase(url: str, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
+    """``clients`` threads sending every line once, one line a request; what they measured."""
+    todo = list(range(len(lines)))[::-1]
+    lock = threading.Lock()
+    latencies: list[float] = []
+    counts = {"answered": 0, "mixed_up": 0, "differs": 0, "errors": 0}
+    outputs = set(expected)
+    stop_at = time.monotonic() + time_limit
+
+    def client() -> None:
+        with httpx.Client(timeout=120) as http:
+            while time.monotonic() < stop_at:
+                with lock:
+                    if not todo:
+                        return
+                    i = todo.pop()
+                start = time.perf_counter()
+                try:
+                    r = http.post(f"{url}/translate", json={"text": [lines[i]]})
+                    text = r.json()["translations"][0]["outputs"][0]["text"] if r.status_code == 200 else None
+                except (httpx.HTTPError, KeyError, ValueError):
+                    text = None
+                took = time.perf_counter() - start
+                with lock:
+                    if text is None:
+                        counts["errors"] += 1
+                    else:
+                        counts["answered"] += 1
+                        latencies.append(took)
+                        if text != expected[i]:  # another line's answer, or this line's decoded otherwise
+                            counts["mixed_up" if text in outputs else "differs"] += 1
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - start
+    return {"clients": clients, **counts, "unsent": len(todo), "seconds": round(seconds, 2),
+            "sentences_per_s": round(counts["answered"] / seconds, 2),
+            "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-m", "--model", required=True, help="checkpoint")
+    parser.add_argument("-i", "--input", required=True, help="sentences, one a line")
+    parser.add_argument("--lines", type=int, default=500, help="the first N non-empty lines [default: 500]")
+    parser.add_argument("--clients", default="1,4,16", help="concurrent clients of each phase [default: 1,4,16]")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads of translate and serve [default: 2]")
+    parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--time-limit", type=float, default=300, help="seconds per phase at most [default: 300]")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+    lines = [line.strip() for line in Path(args.input).read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = lines[:args.lines]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        expected, translate_speed = translate_reference(args, lines, work)
+        server, url = start_server(args, work / "serve.log")
+        try:
+            phases = [phase(url, lines, expected, int(c), args.time_limit) for c in args.clients.split(",")]
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(60)
+    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads; translate (batch 32): "
+          f"{translate_speed:.1f} sentences/s")
+    print(f"{'clients':>7} {'sent/s':>8} {'vs translate':>12} {'p50 ms':>8} {'p99 ms':>8} {'answered':>8} "
+          f"{'mixed up':>8} {'differs':>7} {'errors':>6} {'unsent':>6}")
+    for p in phases:
+        p["vs_translate"] = round(p["sentences_per_s"] / translate_speed, 3)
+        print(f"{p['clients']:>7} {p['sentences_per_s']:>8.1f} {p['vs_translate']:>12.2f} {p['p50_ms']:>8.1f} "
+              f"{p['p99_ms']:>8.1f} {p['answered']:>8} {p['mixed_up']:>8} {p['differs']:>7} {p['errors']:>6} "
+              f"{p['unsent']:>6}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"sentences": len(lines), "beam": args.beam, "threads": args.threads,
+                                               "max_batch": args.max_batch, "max_wait_ms": args.max_wait_ms,
+                                               "translate_sentences_per_s": round(translate_speed, 2),
+                                               "phases": phases}, indent=1) + "\n")
+    if any(p["errors"] or p["mixed_up"] or p["unsent"] for p in phases):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
