@@ -20,9 +20,10 @@ from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.attention_file import AttentionWriter
-from nmtkit.search.ensemble import Ensemble, EnsembleSources, ensemble_sources, normalised_weights
-from nmtkit.search.sources import Line, Source, StreamSources, line_text, model_sources, reading_limit
-from nmtkit.search.translator import LineResult, PostProcess, SearchOptions, Translator
+from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
+from nmtkit.search.prefix import Prefixed, PrefixedSources
+from nmtkit.search.sources import Line, Source, StreamSources, fields_of, line_text, model_sources, reading_limit
+from nmtkit.search.translator import LineReader, LineResult, PostProcess, SearchOptions, Translator
 
 #: ``sources(loaded, model_path)``: what turns lines into a loaded model's inputs (text, image paths, feature rows)
 SourceMaker = Callable[[LoadedModel, str], Union[Source, StreamSources]]
@@ -61,6 +62,7 @@ class DecodeSettings:
     replace_unk: bool = False
     dictionary: Optional[str] = None  #: ``--dict``: the lexical table of ``replace_unk``
     cnn_weights: Optional[str] = None
+    prefix: bool = False  #: each line's last field is a target prefix that its outputs start with (``--prefix-file``)
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
@@ -82,6 +84,8 @@ class DecodeSettings:
             raise NmtkitError("--dict goes with --replace-unk", exit_code=2)
         if self.edit_cost and self.shortlist:
             raise NmtkitError("--edit-cost: post-editing models decode without --shortlist", exit_code=2)
+        if self.prefix and self.shortlist:
+            raise NmtkitError("--prefix-file: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
 
     def search_options(self, sampler=None) -> SearchOptions:
         """The search's options (greedy where the beam is 1)."""
@@ -117,7 +121,7 @@ class Decoder:
         make = sources or text_sources(settings, name)
         members = [load_model(path, self.device) for path in settings.models]
         self.sources = [make(member, path) for member, path in zip(members, settings.models)]
-        self.source: Union[StreamSources, EnsembleSources]
+        self.source: LineReader
         if len(members) == 1:
             self.loaded, first = members[0], self.sources[0]
             self.source = first if isinstance(first, StreamSources) else StreamSources([first], getattr(first, "name", name))
@@ -125,6 +129,11 @@ class Decoder:
             self.loaded = ensemble_of(members, settings.models, settings.weights, settings.attention_model - 1)
             self.source = ensemble_sources(self.sources, cast(Ensemble, self.loaded.model))
         self.loaded.model.choose_attention(settings.attention_layer, settings.attention_head)
+        if settings.prefix:
+            if self.loaded.output_form.edits:
+                raise NmtkitError(f"--prefix-file: this {self.loaded.config['arch']} model outputs edit operations, "
+                                  "not text", exit_code=2)
+            self.source = PrefixedSources(self.source, self.loaded.tgt_vocab, self.loaded.model.output_limit())
         model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
         self.model = cast(Seq2Seq, model)
         sampler = None
@@ -142,13 +151,14 @@ class Decoder:
         self.postprocess = chained([step for step in (replace, as_text(self.loaded, self.source)) if step])
 
     def _restricted(self):
-        """The model to search with: the loaded one, or it with a shortlisted output layer or edit costs."""
+        """The model to search with: the loaded one, or it with a shortlisted output layer, edit costs or target
+        prefixes."""
         s, loaded = self.settings, self.loaded
         if s.shortlist:
             return shortlisted(loaded, s.shortlist, s.shortlist_first, s.shortlist_best)
         if s.edit_cost:
             return edit_costed(loaded, s.edit_cost)
-        return loaded.model
+        return Prefixed(loaded.model) if s.prefix else loaded.model
 
     def arithmetic(self) -> ContextManager:
         """The context decoding runs in (autocast for bf16)."""
@@ -166,9 +176,39 @@ class Decoder:
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
 
-    def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]]) -> list[LineResult]:
-        """One result per text (a model with several inputs: one string per input, or TAB-separated fields)."""
-        return list(self.translate([encoded(text, len(self.source.fields)) for text in texts]))
+    def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]],
+                        prefixes: Optional[Sequence[str]] = None) -> list[LineResult]:
+        """One result per text (a model with several inputs: one string per input, or TAB-separated fields), each
+        output starting with its text's prefix in ``prefixes`` if given (settings with ``prefix``)."""
+        return list(self.translate(self.lines(texts, prefixes)))
+
+    def lines(self, texts: Sequence[Union[str, Sequence[str]]], prefixes: Optional[Sequence[str]] = None) -> list[Line]:
+        """The lines that :meth:`translate` reads for ``texts`` and their ``prefixes`` (see :meth:`translate_texts`);
+        a one-line error naming the item (``text.3``, ``prefix.0``) for a wrong number of inputs, prefixes or a
+        lone surrogate."""
+        prefixed = self.settings.prefix
+        if prefixes is not None and not prefixed:
+            raise NmtkitError("prefix: this model decodes without prefixes", exit_code=2)
+        if prefixes is not None and len(prefixes) != len(texts):
+            raise NmtkitError(f"prefix: {len(prefixes)} prefixes for {len(texts)} lines; give one per line", exit_code=2)
+        fields = len(self.source.fields) - prefixed
+        lines: list[Line] = []
+        for k, text in enumerate(texts):
+            if not isinstance(text, str) and len(text) != fields:
+                raise NmtkitError(f"text.{k}: {len(text)} inputs; this model reads {fields}", exit_code=2)
+            line = _utf8(text, fields, f"text.{k}")
+            if prefixed:
+                line = (*fields_of(line), *fields_of(_utf8(prefixes[k] if prefixes is not None else "", 1, f"prefix.{k}")))
+            lines.append(line)
+        return lines
+
+
+def _utf8(text: Union[str, Sequence[str]], fields: int, name: str) -> Line:
+    """:func:`encoded` ``text``, or a one-line error naming ``name`` where it holds a lone surrogate."""
+    try:
+        return encoded(text, fields)
+    except UnicodeEncodeError:
+        raise NmtkitError(f"{name}: not valid Unicode (a lone surrogate)", exit_code=2) from None
 
 
 def encoded(text: Union[str, Sequence[str]], fields: int) -> Line:
@@ -205,7 +245,7 @@ def edit_costed(loaded: LoadedModel, cost: float):
     return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab), cost))
 
 
-def as_text(loaded: LoadedModel, source: Union[StreamSources, EnsembleSources]) -> Optional[PostProcess]:
+def as_text(loaded: LoadedModel, source: LineReader) -> Optional[PostProcess]:
     """What turns a model's output into text in its output form, with the line's raw inputs that the form reads
     (e.g. the edit operations of automatic post-editing applied to the MT input), found among the fields that
     ``source`` reads from a line; None where outputs are text."""

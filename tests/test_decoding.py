@@ -44,3 +44,18 @@ def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, 
 def test_a_line_of_several_inputs_is_one_field_each():
     assert encoded("a b\tc", 2) == (b"a b", b"c") and encoded(["a b", "c\td"], 2) == (b"a b", b"c\td")
     assert encoded("a\tb", 1) == b"a\tb"
+
+
+def test_lines_name_the_item_that_cannot_be_read(trained_ckpt):
+    plain = Decoder(DecodeSettings(models=(str(trained_ckpt),)))
+    prefixed = Decoder(DecodeSettings(models=(str(trained_ckpt),), prefix=True))
+    assert prefixed.lines(["one", "two"], ["eins", ""]) == [(b"one", b"eins"), (b"two", b"")]
+    assert prefixed.lines(["one"]) == [(b"one", b"")] and plain.lines(["one"]) == [b"one"]
+    for decoder, texts, prefixes, message in [
+            (plain, ["one"], ["eins"], "prefix: this model decodes without prefixes"),
+            (prefixed, ["one", "two"], ["eins"], "prefix: 1 prefixes for 2 lines"),
+            (prefixed, ["one", "t\udc80"], None, "text.1: not valid Unicode"),
+            (prefixed, ["one"], ["\ud800"], "prefix.0: not valid Unicode"),
+            (plain, [["one", "two"]], None, "text.0: 2 inputs; this model reads 1")]:
+        with pytest.raises(NmtkitError, match=message):
+            decoder.lines(texts, prefixes)

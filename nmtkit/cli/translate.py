@@ -5,7 +5,7 @@ import json
 import sys
 import time
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
 
 import click
 
@@ -49,6 +49,9 @@ DECODING_OPTIONS = [
     click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)),
                  help="with --sampling: the random seed (the same draws for the same seed, input, batch size, "
                       "--flush and device) [default: 1]"),
+    click.option("--prefix-file", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="line i of FILE is a target prefix that the output of input line i starts with (tokenised with "
+                      "the target vocabulary); the search continues after it; an empty line: no prefix"),
     click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
@@ -176,6 +179,23 @@ def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterabl
     return zip(*opened) if len(opened) > 1 else opened[0]
 
 
+def with_prefixes(lines: Iterable, path: str, files: ExitStack) -> Iterator[tuple]:
+    """Each line's fields with the line of the prefix file ``path`` beside it as the last field; a one-line error
+    once the two differ in length (``files`` closes the file)."""
+    from nmtkit.data.text import check_readable
+    from nmtkit.search.sources import fields_of
+
+    prefixes = files.enter_context(open(check_readable(path, allow_empty=True), "rb"))
+    count = 0
+    for count, line in enumerate(lines, 1):
+        prefix = prefixes.readline()
+        if not prefix:
+            raise NmtkitError(f"--prefix-file {path}: {count - 1} line(s), fewer than the input's", exit_code=2)
+        yield (*fields_of(line), prefix)
+    if prefixes.readline():
+        raise NmtkitError(f"--prefix-file {path}: more lines than the input's {count}", exit_code=2)
+
+
 def given_options(*names: str) -> list[str]:
     """Which of the current command's options ``names`` (parameter names) the command line gave, as flags."""
     from click.core import ParameterSource
@@ -227,10 +247,11 @@ def settings_of(options: dict, **more) -> DecodeSettings:
     beam = 1 if o.pop("greedy") else beam
     for name, default in sampling.items():
         o[name] = default if o[name] is None else o[name]
-    for name in ("model_paths", "output_path", "attention_out", "flush", "output_format"):
+    for name in ("model_paths", "output_path", "attention_out", "flush", "output_format", "prefix_file"):
         o.pop(name)
     return DecodeSettings(models=tuple(options["model_paths"]), weights=None if weights is None else tuple(weights),
-                          beam=beam, attention=bool(options["attention_out"]), **o, **more)
+                          beam=beam, attention=bool(options["attention_out"]), prefix=bool(options["prefix_file"]),
+                          **o, **more)
 
 
 def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (), fields: bool = False,
@@ -249,8 +270,10 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
 
     settings = settings_of(options, **more)
     settings.check()
-    if len(input_paths) > 1:
-        check_same_length(input_paths)
+    prefix_file = options["prefix_file"]
+    side_by_side = [*input_paths, prefix_file] if prefix_file and input_paths else list(input_paths)
+    if len(side_by_side) > 1:  # (stdin and a prefix file: checked as they are read)
+        check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
     name = " + ".join(input_paths) or "<stdin>"
     decoder = Decoder(settings, sources, name)
@@ -258,6 +281,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     start, count = time.perf_counter(), 0
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
+        if prefix_file:
+            stream = with_prefixes(stream, prefix_file, files)
         writer = open_attention(attention_out, arch=decoder.loaded.config["arch"], model=" + ".join(settings.models),
                                 input=name, inputs=list(decoder.loaded.model.inputs))
         try:

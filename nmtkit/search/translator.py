@@ -15,8 +15,13 @@ from nmtkit.search.beam import beam_search
 from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.prefix import PrefixedSources
 from nmtkit.search.sampling import Sampler
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
+
+#: what reads each line's fields into a model's inputs (several sources, an ensemble's, or they with a target prefix)
+LineReader = Union[StreamSources, EnsembleSources, PrefixedSources]
+READERS = (StreamSources, EnsembleSources, PrefixedSources)
 
 #: ``postprocess(index, fields, text, hypothesis)``: what to write for an output ``text`` of line ``index`` (from 0),
 #: given the line's raw fields (one per input) and the hypothesis (its ids and attention): e.g. the post-edit that
@@ -122,11 +127,11 @@ class Translator:
     is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written.
     """
 
-    def __init__(self, model: Seq2Seq, source: Union[Source, StreamSources, EnsembleSources], tgt_vocab: Vocab, opts: SearchOptions,
+    def __init__(self, model: Seq2Seq, source: Union[Source, LineReader], tgt_vocab: Vocab, opts: SearchOptions,
                  device: torch.device, chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None,
                  postprocess: Optional[PostProcess] = None):
         self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
-        self.inputs = source if isinstance(source, (StreamSources, EnsembleSources)) else StreamSources([source])
+        self.inputs = source if isinstance(source, READERS) else StreamSources([source])
         self.opts = replace(opts, attention=True) if attention_out else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
         self.postprocess = postprocess
@@ -146,7 +151,9 @@ class Translator:
 
     def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]], on_batch) -> Iterator[LineResult]:
         self.inputs.finish([inputs for _, _, inputs in chunk])
-        todo = [(i, inputs) for i, _, inputs in chunk if inputs is not None and all(map(len, inputs.values()))]
+        optional = getattr(self.inputs, "optional", ())  # (streams that may be empty: a target prefix)
+        todo = [(i, inputs) for i, _, inputs in chunk
+                if inputs is not None and all(len(item) for stream, item in inputs.items() if stream not in optional)]
         hyps = translate_inputs(self.model, [inputs for _, inputs in todo], self.opts, self.device, on_batch)
         by_index = {i: (inputs, h) for (i, inputs), h in zip(todo, hyps)}
         for index, fields, _ in chunk:

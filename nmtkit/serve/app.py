@@ -19,7 +19,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nmtkit import __version__
-from nmtkit.decoding import Decoder, encoded
+from nmtkit.decoding import Decoder
+from nmtkit.errors import NmtkitError
 from nmtkit.search.translator import LineResult
 from nmtkit.serve.batcher import Batcher, Full, Job
 
@@ -46,6 +47,8 @@ class TranslateRequest(BaseModel):
     model: Optional[str] = Field(None, description="the model's name (GET /models) [default: the first]")
     beam: Optional[int] = Field(None, ge=1, le=1000, description="beam size [default: the server's]")
     n_best: Optional[int] = Field(None, ge=1, le=1000, description="outputs per line, best first [default: 1]")
+    prefix: Optional[list[str]] = Field(None, description="a target prefix for each line (its output starts with it; "
+                                                          "\"\": none)")
 
 
 def error(status: int, message: str, **headers: str) -> JSONResponse:
@@ -128,15 +131,10 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
         chars = sum(len(line) if isinstance(line, str) else sum(map(len, line)) for line in body.text)
         if chars > limits.max_chars:
             return error(413, f"text: {chars} characters; at most {limits.max_chars} per request")
-        fields = len(decoder.source.fields)
-        lines = []
-        for k, line in enumerate(body.text):
-            if not isinstance(line, str) and len(line) != fields:
-                return error(422, f"text.{k}: {len(line)} inputs; this model reads {fields}")
-            try:
-                lines.append(encoded(line, fields))
-            except UnicodeEncodeError:
-                return error(422, f"text.{k}: not valid Unicode (a lone surrogate)")
+        try:
+            lines = decoder.lines(body.text, body.prefix)
+        except NmtkitError as e:
+            return error(422, str(e))
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
 

@@ -503,3 +503,32 @@ def test_sampling_errors(trained_ckpt):
                           (["--sampling", "--temperature", 0], "--temperature: expects a number in (0, 100]")):
         r = run(["translate", "-m", trained_ckpt, *args], input="one\n", ok=False)
         assert r.exit_code == 2 and message in r.stderr, r.stderr
+
+
+def test_a_prefix_file_starts_each_output_with_its_line(trained_ckpt, tmp_path):
+    (tmp_path / "in.en").write_text("forty-two\nseven\none\n")
+    (tmp_path / "pre.de").write_text("neun\n\ndrei vier\n")
+    plain = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en"]).stdout.splitlines()
+    for extra in ([], ["--greedy"], ["--sampling", "--seed", "3"]):
+        out = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--prefix-file", tmp_path / "pre.de",
+                   *extra]).stdout.splitlines()
+        assert out[0].startswith("neun ") and out[2].startswith("drei vier")
+        if not extra:
+            assert out[1] == plain[1] and out[0] != plain[0]
+    piped = run(["translate", "-m", trained_ckpt, "--prefix-file", tmp_path / "pre.de"],
+                input=(tmp_path / "in.en").read_text()).stdout.splitlines()
+    assert piped == run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--prefix-file",
+                         tmp_path / "pre.de"]).stdout.splitlines()
+
+
+def test_a_prefix_file_of_another_length_is_one_line(trained_ckpt, tmp_path):
+    (tmp_path / "pre.de").write_text("neun\n")
+    r = run(["translate", "-m", trained_ckpt, "--prefix-file", tmp_path / "pre.de"], input="one\ntwo\n", ok=False)
+    assert r.exit_code == 2 and r.stderr.strip().endswith("1 line(s), fewer than the input's")
+    r = run(["translate", "-m", trained_ckpt, "--prefix-file", tmp_path / "pre.de"], input="", ok=False)
+    assert r.exit_code == 2 and "more lines than the input's 0" in r.stderr
+    (tmp_path / "in.en").write_text("one\ntwo\n")
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--prefix-file", tmp_path / "pre.de",
+             "-o", tmp_path / "out.de"], ok=False)
+    assert r.exit_code == 2 and "the inputs must have the same number of lines" in r.stderr
+    assert not (tmp_path / "out.de").exists()

@@ -1,6 +1,7 @@
 """The contract every registered architecture keeps, taken from the registry (a new architecture is covered by
 registering it): teacher-forced forward equals step-by-step decoding, ``reorder`` moves every state, a sentence's
-output does not depend on its batch, and a checkpoint round trip gives the same model."""
+output does not depend on its batch (teacher-forced, and searched greedily or by beam), a checkpoint round trip gives
+the same model, and a target prefix starts every output."""
 import pytest
 import torch
 
@@ -12,7 +13,9 @@ from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
 from nmtkit.models import build_model
 from nmtkit.models.registry import get_spec, model_names
+from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
+from nmtkit.search.prefix import PREFIX, Prefixed
 from tests.models import test_multi_source as inputs
 from tests.models.decoding import assert_forward_equals_steps, step_by_step
 
@@ -47,14 +50,23 @@ def renamed(b, names):
     return b
 
 
+def unbatched(b, i):
+    """Example ``i``'s inputs of batch ``b`` as make_batch takes them, ``{stream: [item]}``: features as they are,
+    tokens without the end symbol, which make_batch adds."""
+    return {name: [s.data[i, :int(s.lengths[i])].numpy()] if not s.is_tokens
+            else [s.data[i, :int(s.lengths[i]) - 1].tolist()] for name, s in b.inputs.items()}
+
+
+def rows_of(b, rows):
+    """Examples ``rows`` of batch ``b``, in that order, as a batch of their own (without padding for one)."""
+    parts = [unbatched(b, i) for i in rows]
+    targets = [b.tgt_out[i, :int((b.tgt_out[i] != 0).sum()) - 1].tolist() for i in rows]  # (without </s>)
+    return make_batch({name: [p[name][0] for p in parts] for name in b.inputs}, targets)
+
+
 def alone(b, i):
     """Example ``i`` of batch ``b`` as a batch of its own, without padding."""
-    streams = {}
-    for name, s in b.inputs.items():  # features as they are; tokens without the end symbol, which make_batch adds
-        streams[name] = [s.data[i, :int(s.lengths[i])].numpy() if not s.is_tokens
-                         else s.data[i, :int(s.lengths[i]) - 1].tolist()]
-    n = int((b.tgt_out[i] != 0).sum()) - 1  # the target without its end symbol, which make_batch adds
-    return make_batch(streams, [b.tgt_out[i, :n].tolist()])
+    return rows_of(b, [i])
 
 
 ARCHS = model_names()
@@ -121,3 +133,43 @@ def test_a_model_reads_its_streams_by_the_names_the_corpus_gives_or_refuses_the_
     real = b.tgt_out != 0
     torch.testing.assert_close(torch.log_softmax(out.logits, -1)[real], lp[real], atol=1e-5, rtol=0)
     assert len(found) == b.tgt_out.size(0)
+
+
+def searched(m, b, beam: int):
+    """Every hypothesis of each sentence of ``b``: beam search keeping all ``beam``, or greedy search for 1 (outputs
+    at most 6 tokens)."""
+    with torch.no_grad():
+        if beam == 1:
+            return greedy_search(m, b, 0.0, 6)
+        return beam_search(m, b, beam, n_best=beam, max_len_a=0.0, max_len_b=6)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_sentence_is_decoded_alike_alone_and_in_any_batch(arch, beam):
+    m, b = tiny(arch), batch()
+    together = searched(m, b, beam)
+    reordered = searched(m, rows_of(b, [3, 1, 0, 2]), beam)
+    for i in range(b.size):
+        for other in (searched(m, alone(b, i), beam)[0], reordered[[3, 1, 0, 2].index(i)]):
+            assert [h.tokens for h in other] == [h.tokens for h in together[i]], f"{arch}: row {i}"
+            assert [h.score for h in other] == pytest.approx([h.score for h in together[i]], abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_target_prefix_starts_every_output_and_is_scored_by_the_model(arch):
+    m, b = tiny(arch), batch()
+    prefixes = [[5, 6, 7], [], [8], [9, 5, 9, 5, 9, 5, 9, 5]]  # none; one longer than the length limit (6)
+    b.inputs[PREFIX] = make_batch({PREFIX: prefixes})[PREFIX]
+    found = searched(Prefixed(m), b, 3)
+    del b.inputs[PREFIX]
+    free = searched(m, b, 3)
+    for i, prefix in enumerate(prefixes):
+        assert all(h.tokens[:len(prefix)] == prefix for h in found[i]), f"{arch}: row {i}"
+        best = found[i][0]  # its log-probability is the model's, prefix included
+        one = make_batch(unbatched(b, i), [best.tokens])
+        lp, _ = step_by_step(m, one)
+        gold = one.tgt_out[0]
+        assert lp[0, torch.arange(gold.numel()), gold].sum().item() == pytest.approx(best.logprob, abs=1e-4)
+    assert [h.tokens for h in found[1]] == [h.tokens for h in free[1]]
+

@@ -45,7 +45,7 @@ def served(decoders, limits=None):
 
 @pytest.fixture(scope="module")
 def decoder(trained_ckpt):
-    return Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3))
+    return Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3, prefix=True))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,18 @@ def test_a_request_chooses_its_model_beam_and_n_best(url, trained_ckpt):
     assert [o["text"] for o in r.json()["translations"][0]["outputs"]] == [row.split(" ||| ")[1] for row in cli]
 
 
+def test_a_request_s_prefixes_start_its_outputs(url, decoder):
+    r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "seven", "one"], "prefix": ["neun", "", "drei vier"]})
+    texts = [t["outputs"][0]["text"] for t in r.json()["translations"]]
+    assert texts[0].startswith("neun ") and texts[2].startswith("drei vier")
+    assert texts[1] == decoder.translate_texts(["seven"])[0].texts[0]
+    assert texts == [r.texts[0] for r in decoder.translate_texts(["forty-two", "seven", "one"],
+                                                                  ["neun", "", "drei vier"])]
+
+
 @pytest.mark.parametrize("body, status, message", [
+    ({"text": ["a", "b"], "prefix": ["x"]}, 422, "prefix: 1 prefixes for 2 lines; give one per line"),
+    ({"text": ["a"], "prefix": ["\udc80"]}, 422, "prefix.0: not valid Unicode"),
     ({"text": ["a"], "bogus": 1}, 422, "bogus: Extra inputs are not permitted"),
     ({"text": "a"}, 422, "text: Input should be a valid list"),
     ({"text": [3]}, 422, "text.0"),

@@ -1,0 +1,115 @@
+"""Target prefixes (``translate --prefix-file``): each output starts with given tokens, then the search goes on.
+
+The prefix of each sentence comes with its inputs, as the batch stream ``prefix`` (target token ids). A
+:class:`Prefixed` model forces them: at each of the first steps, every token but the sentence's next prefix token
+gets log-probability -inf, so that greedy search, beam search and sampling all write the prefix and continue from
+it; a sentence without a prefix (an empty one) decodes freely. The prefix's own log-probability counts in the
+output's score, as the model gives it. Outputs include the prefix (as fairseq's and Marian's do).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+from nmtkit.data.batching import Batch
+from nmtkit.data.vocab import Vocab
+from nmtkit.models.seq2seq import AttentionWeights
+from nmtkit.models.state import DecoderState
+from nmtkit.progress import warn
+from nmtkit.search.ensemble import EnsembleSources
+from nmtkit.search.sources import Inputs, Line, StreamSources, TextSource, fields_of
+from nmtkit.search.wrapped import Wrapped
+
+PREFIX = "prefix"  #: the batch stream of the target prefixes
+_IDS = "prefix.ids"  #: the state's prefix tokens still to force ``[B, P]``, -1 where a row's prefix has ended
+
+
+class Prefixed(Wrapped):
+    """A model whose outputs start with each sentence's prefix (the batch stream ``prefix``, if any)."""
+
+    def encode(self, batch: Batch) -> DecoderState:
+        state = self.model.encode(batch)
+        if PREFIX not in batch:
+            return state
+        stream = batch[PREFIX]
+        width = int(stream.lengths.max()) - 1  # (each row ends with </s>)
+        if width <= 0:
+            return state
+        ended = torch.arange(width, device=stream.data.device) >= (stream.lengths - 1).unsqueeze(1)
+        ids = stream.data[:, :width].masked_fill(ended, -1)
+        return DecoderState({**state.tensors, _IDS: ids}, state.static | {_IDS})
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        if _IDS not in state:
+            return self.model.decode_step(prev, state)
+        ids = state[_IDS]
+        inner = DecoderState({k: v for k, v in state.tensors.items() if k != _IDS}, state.static - {_IDS})
+        log_probs, inner, weights = self.model.decode_step(prev, inner)
+        token = ids[:, 0]
+        other = torch.arange(log_probs.size(1), device=log_probs.device) != token.unsqueeze(1)
+        log_probs = log_probs.masked_fill(other & (token >= 0).unsqueeze(1), -torch.inf)
+        if ids.size(1) == 1:  # the prefixes are written: the model's own state from here on
+            return log_probs, inner, weights
+        return log_probs, DecoderState({**inner.tensors, _IDS: ids[:, 1:]}, inner.static | {_IDS}), weights
+
+    def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
+        """The model's limit, and never less than a sentence's prefix."""
+        limit = self.model.max_output_len(batch, a, b)
+        if PREFIX not in batch:
+            return limit
+        return torch.maximum(limit, batch[PREFIX].lengths.to(limit) - 1)
+
+
+class PrefixedSources:
+    """Lines whose last field is the target prefix of the output (``--prefix-file``'s line, tokenised with the
+    target vocabulary; empty: none) and whose other fields are the model's inputs, read by ``sources``. A prefix
+    longer than ``limit`` tokens (the model's longest output) is cut there with a warning."""
+
+    optional = frozenset({PREFIX})  #: streams that may be empty in a line that is decoded
+
+    def __init__(self, sources: Union[StreamSources, EnsembleSources], vocab: Vocab, limit: Optional[int],
+                 name: str = "--prefix-file"):
+        self.sources = sources
+        self.prefix = TextSource(vocab, limit, name, PREFIX, "the most this model outputs")
+        self.name = sources.name
+        self.wrong_fields: list[int] = []
+
+    @property
+    def fields(self) -> list[str]:
+        return [*self.sources.fields, PREFIX]
+
+    @property
+    def invalid(self) -> list[int]:
+        return sorted(set(self.sources.invalid) | set(self.prefix.invalid) | set(self.wrong_fields))
+
+    @property
+    def problem(self) -> str:
+        problems = [self.sources.problem] if self.sources.invalid else []
+        problems += [f"with a prefix {self.prefix.problem}"] if self.prefix.invalid else []
+        problems += ["with the wrong number of fields"] if self.wrong_fields else []
+        return " or ".join(problems)
+
+    @property
+    def chunk_size(self) -> Optional[int]:
+        return self.sources.chunk_size
+
+    def read(self, index: int, line: Line) -> Optional[Inputs]:
+        """Line ``index`` (from 0) as the model's inputs and its prefix, or None."""
+        fields = fields_of(line)
+        if len(fields) != len(self.fields):  # (the inputs' own sources check their fields)
+            self.wrong_fields.append(index + 1)
+            warn(f"{self.name}:{index + 1}: {len(fields)} field(s), expected {len(self.fields)} "
+                 f"({', '.join(self.fields)}); writing an empty line")
+            return None
+        inputs = self.sources.read(index, fields[0] if len(fields) == 2 else fields[:-1])
+        prefix = self.prefix.read(index, fields[-1])
+        if inputs is None or prefix is None:
+            return None
+        return {**inputs, PREFIX: prefix}
+
+    def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
+        self.sources.finish(chunk)
+
+    def labels(self, inputs: Inputs) -> dict[str, list[str]]:
+        return self.sources.labels({stream: item for stream, item in inputs.items() if stream != PREFIX})
