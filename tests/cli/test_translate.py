@@ -532,3 +532,11 @@ def test_a_prefix_file_of_another_length_is_one_line(trained_ckpt, tmp_path):
              "-o", tmp_path / "out.de"], ok=False)
     assert r.exit_code == 2 and "the inputs must have the same number of lines" in r.stderr
     assert not (tmp_path / "out.de").exists()
+
+
+def test_outputs_do_not_depend_on_the_batch_size(trained_ckpt, text_dir):
+    outputs = [n_best_rows(run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "--n-best", 2,
+                                "--batch-size", size]).stdout) for size in (1, 7, 32)]
+    for other in outputs[1:]:
+        assert [row[:2] for row in other] == [row[:2] for row in outputs[0]]
+        assert [row[2] for row in other] == pytest.approx([row[2] for row in outputs[0]], abs=2e-4)
