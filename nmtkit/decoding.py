@@ -19,6 +19,7 @@ import torch
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.search.alignment import Aligner
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
 from nmtkit.search.prefix import Prefixed, PrefixedSources
@@ -63,6 +64,7 @@ class DecodeSettings:
     dictionary: Optional[str] = None  #: ``--dict``: the lexical table of ``replace_unk``
     cnn_weights: Optional[str] = None
     prefix: bool = False  #: each line's last field is a target prefix that its outputs start with (``--prefix-file``)
+    alignments: bool = False  #: each output's word alignment with the first input, from its attention
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
@@ -90,7 +92,8 @@ class DecodeSettings:
     def search_options(self, sampler=None) -> SearchOptions:
         """The search's options (greedy where the beam is 1)."""
         return SearchOptions(self.beam, self.n_best, self.max_len_a, self.max_len_b, self.length_penalty,
-                             self.batch_size, attention=self.attention or self.replace_unk, sampler=sampler)
+                             self.batch_size, attention=self.attention or self.replace_unk or self.alignments,
+                             sampler=sampler)
 
 
 def text_sources(settings: DecodeSettings, name: str = "<input>") -> SourceMaker:
@@ -149,6 +152,7 @@ class Decoder:
             limit = reading_limit(self.loaded.model, settings.max_input_len)[0]
             replace, self.unk_counts = unk_replacement(self.loaded, settings.dictionary, limit)
         self.postprocess = chained([step for step in (replace, as_text(self.loaded, self.source)) if step])
+        self._aligner = aligner(self.loaded) if settings.alignments else None  # (else made when first asked for)
 
     def _restricted(self):
         """The model to search with: the loaded one, or it with a shortlisted output layer, edit costs or target
@@ -160,19 +164,27 @@ class Decoder:
             return edit_costed(loaded, s.edit_cost)
         return Prefixed(loaded.model) if s.prefix else loaded.model
 
+    def aligner(self) -> Aligner:
+        """What aligns outputs with the first input (see :func:`aligner`), made once."""
+        if self._aligner is None:
+            self._aligner = aligner(self.loaded)
+        return self._aligner
+
     def arithmetic(self) -> ContextManager:
         """The context decoding runs in (autocast for bf16)."""
         return self._arithmetic()
 
     def translate(self, lines: Iterable[Line], attention_out: Optional[AttentionWriter] = None,
                   on_batch: Optional[Callable[[int], None]] = None, chunk_size: int = 10_000,
-                  options: Optional[SearchOptions] = None) -> Iterator[LineResult]:
+                  options: Optional[SearchOptions] = None, alignments: Optional[bool] = None) -> Iterator[LineResult]:
         """One result per line (its bytes, or one field per input), in order, ``chunk_size`` lines read and sorted
         by length at a time (1: each line decoded as it arrives); ``attention_out`` gets each best output's
         attention; ``on_batch(k)`` after each batch of k lines; ``options``: the search's, if not the settings'
-        (e.g. another beam size for one request)."""
+        (e.g. another beam size for one request); ``alignments``: whether results carry word alignments, if not as
+        the settings say (a one-line error for a model without a text input)."""
+        align = self.settings.alignments if alignments is None else alignments
         translator = Translator(self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
-                                chunk_size, attention_out, self.postprocess)
+                                chunk_size, attention_out, self.postprocess, self.aligner() if align else None)
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
 
@@ -243,6 +255,19 @@ def edit_costed(loaded: LoadedModel, cost: float):
         raise NmtkitError(f"--edit-cost: this {loaded.config['arch']} model outputs text, not edit operations (a "
                           "post-editing model's corpus is made with preprocess --ape-edits)", exit_code=2)
     return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab), cost))
+
+
+def aligner(loaded: LoadedModel) -> Aligner:
+    """``--alignments``: what aligns outputs with the model's first input, which must be text, in words; a model
+    whose outputs are edit operations has none."""
+    stream = loaded.model.inputs[0]
+    if stream not in loaded.vocabs:
+        raise NmtkitError(f"--alignments: this {loaded.config['arch']} model's first input ({stream}) is not text",
+                          exit_code=2)
+    if loaded.output_form.edits:
+        raise NmtkitError(f"--alignments: this {loaded.config['arch']} model outputs edit operations, not text",
+                          exit_code=2)
+    return Aligner(stream, loaded.vocabs[stream], loaded.tgt_vocab)
 
 
 def as_text(loaded: LoadedModel, source: LineReader) -> Optional[PostProcess]:

@@ -104,13 +104,18 @@ def decoding_options(command: Callable) -> Callable:
               help="post-editing models (preprocess --ape-edits): each edit operation (anything but <keep> and the "
                    "end) costs this much log-probability in the search, so the output changes the MT only where the "
                    "model prefers a change by more; tune it on dev data (large: the MT unchanged)")
+@click.option("--alignments", "alignments_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="write each best output's word alignment with the (first) input to FILE, one line per input line, "
+                   "Moses-style 'i-j' pairs (source word i, output word j, from 0), from the attention; with "
+                   "--output-format json also each output's 'alignment'")
 @click.option("--replace-unk", is_flag=True,
               help="replace each <unk> of the output by the --dict translation of the source word it attended to "
                    "most, or by that word (word vocabularies; as 'nmtkit replace-unk')")
 @click.option("--dict", "dict_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="with --replace-unk: a lexical table (nmtkit align, fast_align -p, eflomal priors, word pairs)")
 def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
-            features, shortlist_path, shortlist_first, shortlist_best, edit_cost, replace_unk, dict_path, **options):
+            features, shortlist_path, shortlist_first, shortlist_best, edit_cost, alignments_path, replace_unk,
+            dict_path, **options):
     """Translate text with a trained model.
 
     Exactly one output line per input line: an empty input line gives an empty output line,
@@ -122,8 +127,9 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
     from nmtkit.progress import log
     from nmtkit.search.sources import FeatureSource, TextSource, check_input_count, model_sources, read_inputs
 
-    if (attention_layer or attention_head) and not options["attention_out"]:
-        raise NmtkitError("--attention-layer and --attention-head go with --attention-out", exit_code=2)
+    if (attention_layer or attention_head) and not (options["attention_out"] or alignments_path):
+        raise NmtkitError("--attention-layer and --attention-head go with --attention-out or --alignments",
+                          exit_code=2)
     if fields and len(input_paths) > 1:
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
 
@@ -147,7 +153,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
                      max_len_b=max_len_b, max_input_len=max_input_len, attention_layer=attention_layer,
                      attention_head=attention_head, cnn_weights=cnn_weights, shortlist=shortlist_path,
                      shortlist_first=shortlist_first, shortlist_best=shortlist_best, edit_cost=edit_cost,
-                     replace_unk=replace_unk, dictionary=dict_path)
+                     replace_unk=replace_unk, dictionary=dict_path, alignments_path=alignments_path)
     texts = [s for s in decoder.sources[0].sources.values() if isinstance(s, TextSource)]  # the first model's
     truncated = sum(s.truncated for s in texts)
     if truncated:
@@ -256,11 +262,12 @@ def settings_of(options: dict, **more) -> DecodeSettings:
 
 def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (), fields: bool = False,
            lines: Optional[Iterable] = None, chunk_size: int = 10_000, verbs=("translating", "translated"),
-           **more) -> Decoder:
+           alignments_path: Optional[str] = None, **more) -> Decoder:
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
     the TAB-separated fields of one input's lines; ``lines``, if given, instead) with the checkpoints and settings
     of a command's :data:`DECODING_OPTIONS` (``options``, and ``more`` settings), one output line (or ``n_best``) per
-    input line, into ``-o`` or stdout, the attention into ``--attention-out``; ``sources(loaded, model_path)`` turns
+    input line, into ``-o`` or stdout, the attention into ``--attention-out``, the best outputs' word alignments into
+    ``alignments_path`` (``--alignments``; one line per input line); ``sources(loaded, model_path)`` turns
     lines into a model's inputs (see :class:`~nmtkit.decoding.Decoder`); ``verbs`` name the work in progress and
     done. Returns the decoder; raises an error naming the unusable lines once everything is written."""
     from nmtkit.data.text import open_output
@@ -268,7 +275,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     from nmtkit.progress import log, progress
     from nmtkit.search.attention_file import open_attention
 
-    settings = settings_of(options, **more)
+    settings = settings_of(options, alignments=bool(alignments_path), **more)
     settings.check()
     prefix_file = options["prefix_file"]
     side_by_side = [*input_paths, prefix_file] if prefix_file and input_paths else list(input_paths)
@@ -287,11 +294,14 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
                                 input=name, inputs=list(decoder.loaded.model.inputs))
         try:
             with open_output(output_path) as out, progress() as bar:
+                links = files.enter_context(open_output(alignments_path)) if alignments_path else None
                 task = bar.add_task(verbs[0], total=None, info="")
                 for result in decoder.translate(stream, writer, lambda k: bar.advance(task, k),
                                                 1 if interactive else chunk_size):
                     count += 1
                     out.write(formatted(result, settings.n_best, options["output_format"]))
+                    if links and result.alignments is not None:
+                        links.write(result.alignments[0] + "\n")
                     if not output_path:
                         out.flush()
             if writer:

@@ -45,6 +45,11 @@ class Vocab:
         """The token string of each id."""
         raise NotImplementedError
 
+    def word_index(self, ids: Sequence[int]) -> list[int]:
+        """The word (from 0, as the detokenised text splits at spaces) that each token belongs to: each token is a
+        word of its own (word vocabularies; subword vocabularies override this)."""
+        return list(range(len(ids)))
+
     def state(self) -> dict:
         """A dict of plain values and tensors that :func:`vocab_from_state` rebuilds it from."""
         raise NotImplementedError
@@ -148,6 +153,16 @@ class SentencePieceVocab(Vocab):
 
     def id_to_token(self, ids: Sequence[int]) -> list[str]:
         return [SPECIALS[i] if i < 4 else self.sp.id_to_piece(int(self.to_spm[i])) for i in ids]
+
+    def word_index(self, ids: Sequence[int]) -> list[int]:
+        """The word of each piece as decoding splits the text (``<unk>`` is a word of its own, as decoding writes
+        it); a lone ``▁`` goes with the word it opens."""
+        index = [max(0, len(self.decode(ids[:k + 1]).split()) - 1) for k in range(len(ids))]
+        pieces = self.id_to_token(ids)
+        for k in range(len(ids) - 2, -1, -1):
+            if pieces[k] == "\u2581":
+                index[k] = index[k + 1]
+        return index
 
     def state(self) -> dict:
         return {"kind": self.kind, "model": torch.frombuffer(bytearray(self.proto), dtype=torch.uint8)}

@@ -102,6 +102,7 @@ class LineResult:
     scores: list[float]
     logprobs: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
+    alignments: Optional[list[str]] = None  #: each output's word alignment with the input (Moses ``i-j``), if asked
 
     @property
     def confidence(self) -> list[float]:
@@ -110,11 +111,14 @@ class LineResult:
         return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
 
     def outputs(self) -> list[dict]:
-        """Each output as JSON would hold it: ``text``, ``score``, ``logprob``, ``confidence`` and ``tokens`` (its
-        length)."""
-        return [{"text": text, "score": score, "logprob": logprob, "confidence": confidence, "tokens": length}
-                for text, score, logprob, confidence, length in
-                zip(self.texts, self.scores, self.logprobs, self.confidence, self.lengths)]
+        """Each output as JSON would hold it: ``text``, ``score``, ``logprob``, ``confidence``, ``tokens`` (its
+        length) and, if made, its ``alignment``."""
+        outputs = [{"text": text, "score": score, "logprob": logprob, "confidence": confidence, "tokens": length}
+                   for text, score, logprob, confidence, length in
+                   zip(self.texts, self.scores, self.logprobs, self.confidence, self.lengths)]
+        for output, alignment in zip(outputs, self.alignments or []):
+            output["alignment"] = alignment
+        return outputs
 
 
 class Translator:
@@ -124,17 +128,18 @@ class Translator:
 
     Exactly one result per input line, in input order: an empty line (or input) gives an empty output; a line the
     sources cannot use (invalid UTF-8, an unreadable image, the wrong number of fields) gives an empty output and
-    is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written.
+    is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written;
+    ``aligner(inputs, hypothesis)``, if given, gives each output's word alignment with its inputs.
     """
 
     def __init__(self, model: Seq2Seq, source: Union[Source, LineReader], tgt_vocab: Vocab, opts: SearchOptions,
                  device: torch.device, chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None,
-                 postprocess: Optional[PostProcess] = None):
+                 postprocess: Optional[PostProcess] = None, aligner: Optional[Callable[[Inputs, Hypothesis], str]] = None):
         self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
         self.inputs = source if isinstance(source, READERS) else StreamSources([source])
-        self.opts = replace(opts, attention=True) if attention_out else opts
+        self.opts = replace(opts, attention=True) if attention_out or aligner else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
-        self.postprocess = postprocess
+        self.postprocess, self.aligner = postprocess, aligner
 
     def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
@@ -161,7 +166,7 @@ class Translator:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
                 n = self.opts.n_best  # n-best: N entries each
-                yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n)
+                yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None)
                 continue
             inputs, nbest = by_index[index]
             if self.attention_out:
@@ -170,7 +175,8 @@ class Translator:
             if self.postprocess:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
-                             [len(h.tokens) + 1 for h in nbest])
+                             [len(h.tokens) + 1 for h in nbest],
+                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None)
 
     def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:
         """The tokens and attention of a line's best hypothesis: ``source`` over the first input, ``source.<stream>``

@@ -47,6 +47,8 @@ class TranslateRequest(BaseModel):
     model: Optional[str] = Field(None, description="the model's name (GET /models) [default: the first]")
     beam: Optional[int] = Field(None, ge=1, le=1000, description="beam size [default: the server's]")
     n_best: Optional[int] = Field(None, ge=1, le=1000, description="outputs per line, best first [default: 1]")
+    alignments: bool = Field(False, description="each output's word alignment with the line (Moses 'i-j' pairs, from "
+                                                "the attention)")
     prefix: Optional[list[str]] = Field(None, description="a target prefix for each line (its output starts with it; "
                                                           "\"\": none)")
 
@@ -70,10 +72,10 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
     default = next(iter(decoders))
 
     def decode(key: Hashable, lines) -> list[LineResult]:
-        name, beam, n_best = cast(tuple, key)
+        name, beam, n_best, alignments = cast(tuple, key)
         decoder = decoders[name]
         options = replace(decoder.options, beam_size=beam, n_best=n_best)
-        return list(decoder.translate(lines, chunk_size=max(len(lines), 1), options=options))
+        return list(decoder.translate(lines, chunk_size=max(len(lines), 1), options=options, alignments=alignments))
 
     batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size)
 
@@ -133,8 +135,10 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
             return error(413, f"text: {chars} characters; at most {limits.max_chars} per request")
         try:
             lines = decoder.lines(body.text, body.prefix)
+            if body.alignments:
+                decoder.aligner()
         except NmtkitError as e:
-            return error(422, str(e))
+            return error(422, str(e).replace("--alignments:", "alignments:"))
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
 
@@ -145,7 +149,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
             loop.call_soon_threadsafe(settle)
 
         try:
-            batcher.submit(Job(lines, (name, beam, n_best), done))
+            batcher.submit(Job(lines, (name, beam, n_best, body.alignments), done))
         except Full as e:
             return error(503, f"the server is busy ({e}); try again", **{"Retry-After": "1"})
         outcome = await future

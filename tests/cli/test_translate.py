@@ -540,3 +540,20 @@ def test_outputs_do_not_depend_on_the_batch_size(trained_ckpt, text_dir):
     for other in outputs[1:]:
         assert [row[:2] for row in other] == [row[:2] for row in outputs[0]]
         assert [row[2] for row in other] == pytest.approx([row[2] for row in outputs[0]], abs=2e-4)
+
+
+def test_alignments_link_every_output_word_to_a_word_of_its_input(trained_ckpt, tmp_path):
+    lines = ["seven hundred forty-two", "", "one"]
+    r = run(["translate", "-m", trained_ckpt, "--alignments", tmp_path / "links", "--output-format", "json"],
+            input="\n".join(lines) + "\n")
+    links = (tmp_path / "links").read_text().split("\n")
+    assert len(links) == 4 and links[1] == "" and links[3] == ""
+    outputs = [json.loads(row)["outputs"][0] for row in r.stdout.splitlines()]
+    for line, output, alignment in zip(lines, outputs, links):
+        assert output.get("alignment") == alignment
+        pairs = [tuple(map(int, pair.split("-"))) for pair in alignment.split()]
+        assert sorted(set(pairs)) == pairs
+        assert {j for _, j in pairs} == set(range(len(output["text"].split())))  # every output word, once linked
+        assert all(i < len(line.split()) for i, _ in pairs)
+    plain = run(["translate", "-m", trained_ckpt], input="\n".join(lines) + "\n").stdout.splitlines()
+    assert [o["text"] for o in outputs] == plain  # aligning changes no output

@@ -56,3 +56,18 @@ def test_foreign_sentencepiece_model_special_ids_are_mapped(tmp_path):
     assert UNK in ids and min(i for i in ids if i != UNK) >= 4
     assert v.decode(v.encode("the cat sat")) == "the cat sat"
     assert v.id_to_token([PAD, UNK, BOS, EOS]) == ["<pad>", "<unk>", "<s>", "</s>"]
+
+
+def test_word_index_joins_subwords_as_the_detokenised_text_splits_at_spaces(tmp_path):
+    (tmp_path / "t.txt").write_text("\n".join(TEXT) + "\n")
+    v = SentencePieceVocab.train([tmp_path / "t.txt"], 30)
+    for line in ["the cat sat", "a doggedly catty dog", "sat", "xyz the"]:  # (l, y, x, z: unknown characters)
+        ids = v.encode(line)
+        index = v.word_index(ids)
+        assert len(index) == len(ids) > len(line.split()) - 1 and index[0] == 0
+        assert index[-1] == len(v.decode(ids).split()) - 1 and index == sorted(index)
+        if UNK not in ids:  # each word is its pieces joined
+            pieces, words = v.id_to_token(ids), line.split()
+            assert ["".join(p for p, i in zip(pieces, index) if i == w).replace("\u2581", "")
+                    for w in range(len(words))] == words
+    assert WordVocab(["a", "b"]).word_index([4, 5, 1]) == [0, 1, 2] and v.word_index([]) == []

@@ -6,6 +6,7 @@ import contextlib
 import json
 import socket
 import threading
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -79,6 +80,17 @@ def test_a_request_s_prefixes_start_its_outputs(url, decoder):
     assert texts[1] == decoder.translate_texts(["seven"])[0].texts[0]
     assert texts == [r.texts[0] for r in decoder.translate_texts(["forty-two", "seven", "one"],
                                                                   ["neun", "", "drei vier"])]
+
+
+def test_alignments_come_with_each_output_when_asked(url, decoder):
+    r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "seven"], "alignments": True, "n_best": 2})
+    outputs = [t["outputs"] for t in r.json()["translations"]]
+    want = list(decoder.translate(decoder.lines(["forty-two", "seven"]), alignments=True,
+                                  options=replace(decoder.options, n_best=2)))
+    assert [[o["alignment"] for o in line] for line in outputs] == [w.alignments for w in want]
+    assert all(o["alignment"] for line in outputs for o in line)
+    plain = httpx.post(f"{url}/translate", json={"text": ["forty-two"]}).json()["translations"][0]["outputs"][0]
+    assert "alignment" not in plain
 
 
 @pytest.mark.parametrize("body, status, message", [
