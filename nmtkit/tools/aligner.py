@@ -175,3 +175,24 @@ def table_entries(corpus: Corpus, table: PairTable, t: np.ndarray, min_prob: flo
     src, tgt, prob = table.src[keep], table.tgt[keep], t[keep]
     for k in np.lexsort((-prob, src)):
         yield corpus.src_words[src[k]], corpus.tgt_words[tgt[k]], float(prob[k])
+
+
+def viterbi_links(corpus: Corpus, table: PairTable, t: np.ndarray, tension: float = 4.0,
+                  null_prob: float = 0.08) -> list[list[tuple[int, int]]]:
+    """The most probable alignment of each sentence pair of ``corpus`` (those with words on both sides, in order)
+    under the trained model: each target word's source position (or NULL, left out) by t(f | e) · p(a | i, m, n),
+    as ``(source position, target position)`` links from 0, as fast_align writes them."""
+    found: list[list[tuple[int, int]]] = []
+    for chunk in corpus.chunks:
+        src_lens, tgt_lens = chunk[1], chunk[3]
+        links = chunk_links(corpus, chunk, tension, null_prob)
+        score = t[table.slots(links)] * links.prior
+        width = np.bincount(links.row)
+        position = np.arange(len(links.row)) - np.repeat(np.cumsum(width) - width, width)  # 0..n-1, n is NULL
+        order = np.lexsort((position, -score, links.row))  # each row's best first, ties to the leftmost
+        best = position[order[np.r_[0, np.flatnonzero(np.diff(links.row[order])) + 1]]]
+        row = 0
+        for n, m in zip(src_lens, tgt_lens):
+            found.append([(int(best[row + i]), i) for i in range(m) if best[row + i] < n])
+            row += m
+    return found

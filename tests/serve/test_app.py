@@ -6,8 +6,8 @@ import contextlib
 import json
 import socket
 import threading
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import httpx
 import pytest

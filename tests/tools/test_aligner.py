@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from nmtkit.errors import NmtkitError
-from nmtkit.tools.aligner import chunk_links, count_links, index_corpus, table_entries, train_ibm2
+from nmtkit.tools.aligner import chunk_links, count_links, index_corpus, table_entries, train_ibm2, viterbi_links
 
 
 def planted_corpus(n=600, words=40, seed=3):
@@ -75,3 +75,15 @@ def test_count_links():
         count_links([("a".split(), "x".split(), "0-5")], "f")
     with pytest.raises(NmtkitError, match="f:1: bad link 'zz'"):
         count_links([("a".split(), "x".split(), "zz")], "f")
+
+
+def test_viterbi_links_pick_each_target_word_s_most_probable_source_position():
+    pairs = [("das haus".split(), "the house".split()), ("das buch".split(), "the book".split()),
+             ("ein buch".split(), "a book".split()), ("haus".split(), "house".split())] * 5
+    corpus = index_corpus(pairs)
+    table, t = train_ibm2(corpus, iterations=5)
+    links = viterbi_links(corpus, table, t)
+    assert len(links) == len(pairs) and links[:4] == [[(0, 0), (1, 1)], [(0, 0), (1, 1)], [(0, 0), (1, 1)], [(0, 0)]]
+    swapped = index_corpus([("haus das".split(), "the house".split())] + pairs)
+    table, t = train_ibm2(swapped, iterations=5)
+    assert viterbi_links(swapped, table, t)[0] == [(1, 0), (0, 1)]
