@@ -11,6 +11,7 @@ the options. ::
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
 
@@ -22,7 +23,8 @@ from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.alignment import Aligner
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
-from nmtkit.search.prefix import Prefixed, PrefixedSources
+from nmtkit.search.guides import ConstraintSource, GuidedSources, prefix_source
+from nmtkit.search.prefix import Prefixed
 from nmtkit.search.sources import Line, Source, StreamSources, fields_of, line_text, model_sources, reading_limit
 from nmtkit.search.translator import LineReader, LineResult, PostProcess, SearchOptions, Translator
 
@@ -65,6 +67,7 @@ class DecodeSettings:
     cnn_weights: Optional[str] = None
     prefix: bool = False  #: each line's last field is a target prefix that its outputs start with (``--prefix-file``)
     alignments: bool = False  #: each output's word alignment with the first input, from its attention
+    constraints: bool = False  #: each line's last field lists target phrases that its outputs contain (``--constraints``)
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
@@ -86,8 +89,11 @@ class DecodeSettings:
             raise NmtkitError("--dict goes with --replace-unk", exit_code=2)
         if self.edit_cost and self.shortlist:
             raise NmtkitError("--edit-cost: post-editing models decode without --shortlist", exit_code=2)
-        if self.prefix and self.shortlist:
-            raise NmtkitError("--prefix-file: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
+        for name, given in (("--prefix-file", self.prefix), ("--constraints", self.constraints)):
+            if given and self.shortlist:
+                raise NmtkitError(f"{name}: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
+        if self.constraints and self.sampling:
+            raise NmtkitError("--constraints: a constrained beam search, not --sampling", exit_code=2)
 
     def search_options(self, sampler=None) -> SearchOptions:
         """The search's options (greedy where the beam is 1)."""
@@ -132,11 +138,9 @@ class Decoder:
             self.loaded = ensemble_of(members, settings.models, settings.weights, settings.attention_model - 1)
             self.source = ensemble_sources(self.sources, cast(Ensemble, self.loaded.model))
         self.loaded.model.choose_attention(settings.attention_layer, settings.attention_head)
-        if settings.prefix:
-            if self.loaded.output_form.edits:
-                raise NmtkitError(f"--prefix-file: this {self.loaded.config['arch']} model outputs edit operations, "
-                                  "not text", exit_code=2)
-            self.source = PrefixedSources(self.source, self.loaded.tgt_vocab, self.loaded.model.output_limit())
+        guides = guide_sources(self.loaded, settings)
+        if guides:
+            self.source = GuidedSources(self.source, guides)
         model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
         self.model = cast(Seq2Seq, model)
         sampler = None
@@ -188,30 +192,38 @@ class Decoder:
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
 
-    def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]],
-                        prefixes: Optional[Sequence[str]] = None) -> list[LineResult]:
+    def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]], prefixes: Optional[Sequence[str]] = None,
+                        constraints: Optional[Sequence[Sequence[str]]] = None) -> list[LineResult]:
         """One result per text (a model with several inputs: one string per input, or TAB-separated fields), each
-        output starting with its text's prefix in ``prefixes`` if given (settings with ``prefix``)."""
-        return list(self.translate(self.lines(texts, prefixes)))
+        output starting with its text's prefix in ``prefixes`` (settings with ``prefix``) and containing its target
+        phrases in ``constraints`` (settings with ``constraints``), if given."""
+        return list(self.translate(self.lines(texts, prefixes, constraints)))
 
-    def lines(self, texts: Sequence[Union[str, Sequence[str]]], prefixes: Optional[Sequence[str]] = None) -> list[Line]:
-        """The lines that :meth:`translate` reads for ``texts`` and their ``prefixes`` (see :meth:`translate_texts`);
-        a one-line error naming the item (``text.3``, ``prefix.0``) for a wrong number of inputs, prefixes or a
-        lone surrogate."""
-        prefixed = self.settings.prefix
-        if prefixes is not None and not prefixed:
-            raise NmtkitError("prefix: this model decodes without prefixes", exit_code=2)
-        if prefixes is not None and len(prefixes) != len(texts):
-            raise NmtkitError(f"prefix: {len(prefixes)} prefixes for {len(texts)} lines; give one per line", exit_code=2)
-        fields = len(self.source.fields) - prefixed
+    def lines(self, texts: Sequence[Union[str, Sequence[str]]], prefixes: Optional[Sequence[str]] = None,
+              constraints: Optional[Sequence[Sequence[str]]] = None) -> list[Line]:
+        """The lines that :meth:`translate` reads for ``texts``, with their ``prefixes`` and ``constraints`` (target
+        phrases) where the settings take them (see :meth:`translate_texts`); a one-line error naming the item
+        (``text.3``, ``prefix.0``, ``constraints.1``) for a wrong number of inputs or guides, or a lone surrogate."""
+        guides = [("prefix", prefixes, self.settings.prefix), ("constraints", constraints, self.settings.constraints)]
+        for name, given, wanted in guides:
+            plural = "prefixes" if name == "prefix" else name
+            if given is not None and not wanted:
+                raise NmtkitError(f"{name}: this model decodes without {plural}", exit_code=2)
+            if given is not None and len(given) != len(texts):
+                raise NmtkitError(f"{name}: {len(given)} {plural} for {len(texts)} lines; give one per line",
+                                  exit_code=2)
+        fields = len(self.source.fields) - sum(wanted for _, _, wanted in guides)
         lines: list[Line] = []
         for k, text in enumerate(texts):
             if not isinstance(text, str) and len(text) != fields:
                 raise NmtkitError(f"text.{k}: {len(text)} inputs; this model reads {fields}", exit_code=2)
-            line = _utf8(text, fields, f"text.{k}")
-            if prefixed:
-                line = (*fields_of(line), *fields_of(_utf8(prefixes[k] if prefixes is not None else "", 1, f"prefix.{k}")))
-            lines.append(line)
+            line = fields_of(_utf8(text, fields, f"text.{k}"))
+            for name, given, wanted in guides:
+                if wanted:
+                    value = "" if given is None else given[k] if name == "prefix" else \
+                        json.dumps(list(given[k]), ensure_ascii=False)
+                    line = (*line, *fields_of(_utf8(value, 1, f"{name}.{k}")))
+            lines.append(line[0] if len(line) == 1 else line)
         return lines
 
 
@@ -255,6 +267,22 @@ def edit_costed(loaded: LoadedModel, cost: float):
         raise NmtkitError(f"--edit-cost: this {loaded.config['arch']} model outputs text, not edit operations (a "
                           "post-editing model's corpus is made with preprocess --ape-edits)", exit_code=2)
     return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab), cost))
+
+
+def guide_sources(loaded: LoadedModel, settings: DecodeSettings) -> list[Source]:
+    """The sources of the fields that follow a line's inputs: its target prefix, then its constraints, as the
+    settings ask (neither for a model whose outputs are edit operations)."""
+    wanted = [name for name, given in (("--prefix-file", settings.prefix), ("--constraints", settings.constraints))
+              if given]
+    if wanted and loaded.output_form.edits:
+        raise NmtkitError(f"{wanted[0]}: this {loaded.config['arch']} model outputs edit operations, not text",
+                          exit_code=2)
+    guides: list[Source] = []
+    if settings.prefix:
+        guides.append(prefix_source(loaded.tgt_vocab, loaded.model.output_limit()))
+    if settings.constraints:
+        guides.append(ConstraintSource(loaded.tgt_vocab))
+    return guides
 
 
 def aligner(loaded: LoadedModel) -> Aligner:

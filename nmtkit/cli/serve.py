@@ -84,7 +84,8 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
     for name, checkpoints in models.items():
         settings = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty, max_len_a=max_len_a,
                                   max_len_b=max_len_b, max_input_len=max_input_len, batch_size=max_batch,
-                                  device=device, precision=precision, threads=threads, prefix=True)
+                                  device=device, precision=precision, threads=threads, prefix=True,
+                                  constraints=True)
         decoders[name] = Decoder(settings, name=f"request ({name})")
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
     app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms))

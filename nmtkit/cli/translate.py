@@ -52,6 +52,10 @@ DECODING_OPTIONS = [
     click.option("--prefix-file", type=click.Path(dir_okay=False), metavar="FILE",
                  help="line i of FILE is a target prefix that the output of input line i starts with (tokenised with "
                       "the target vocabulary); the search continues after it; an empty line: no prefix"),
+    click.option("--constraints", "constraints_file", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="line i of FILE is a JSON list of target phrases that the output of input line i must contain "
+                      "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
+                      "search with dynamic beam allocation"),
     click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
@@ -185,21 +189,26 @@ def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterabl
     return zip(*opened) if len(opened) > 1 else opened[0]
 
 
-def with_prefixes(lines: Iterable, path: str, files: ExitStack) -> Iterator[tuple]:
-    """Each line's fields with the line of the prefix file ``path`` beside it as the last field; a one-line error
-    once the two differ in length (``files`` closes the file)."""
+def with_fields(lines: Iterable, files_by_option: Sequence[tuple[str, str]], files: ExitStack) -> Iterator[tuple]:
+    """Each line's fields with, after them, the line of each file beside it (``(option, path)``: a prefix file, a
+    constraints file); a one-line error once a file and the input differ in length (``files`` closes them)."""
     from nmtkit.data.text import check_readable
     from nmtkit.search.sources import fields_of
 
-    prefixes = files.enter_context(open(check_readable(path, allow_empty=True), "rb"))
+    opened = [(option, path, files.enter_context(open(check_readable(path, allow_empty=True), "rb")))
+              for option, path in files_by_option]
     count = 0
     for count, line in enumerate(lines, 1):
-        prefix = prefixes.readline()
-        if not prefix:
-            raise NmtkitError(f"--prefix-file {path}: {count - 1} line(s), fewer than the input's", exit_code=2)
-        yield (*fields_of(line), prefix)
-    if prefixes.readline():
-        raise NmtkitError(f"--prefix-file {path}: more lines than the input's {count}", exit_code=2)
+        extra = []
+        for option, path, file in opened:
+            field = file.readline()
+            if not field:
+                raise NmtkitError(f"{option} {path}: {count - 1} line(s), fewer than the input's", exit_code=2)
+            extra.append(field)
+        yield (*fields_of(line), *extra)
+    for option, path, file in opened:
+        if file.readline():
+            raise NmtkitError(f"{option} {path}: more lines than the input's {count}", exit_code=2)
 
 
 def given_options(*names: str) -> list[str]:
@@ -253,11 +262,12 @@ def settings_of(options: dict, **more) -> DecodeSettings:
     beam = 1 if o.pop("greedy") else beam
     for name, default in sampling.items():
         o[name] = default if o[name] is None else o[name]
-    for name in ("model_paths", "output_path", "attention_out", "flush", "output_format", "prefix_file"):
+    for name in ("model_paths", "output_path", "attention_out", "flush", "output_format", "prefix_file",
+                 "constraints_file"):
         o.pop(name)
     return DecodeSettings(models=tuple(options["model_paths"]), weights=None if weights is None else tuple(weights),
                           beam=beam, attention=bool(options["attention_out"]), prefix=bool(options["prefix_file"]),
-                          **o, **more)
+                          constraints=bool(options["constraints_file"]), **o, **more)
 
 
 def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (), fields: bool = False,
@@ -277,9 +287,10 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
 
     settings = settings_of(options, alignments=bool(alignments_path), **more)
     settings.check()
-    prefix_file = options["prefix_file"]
-    side_by_side = [*input_paths, prefix_file] if prefix_file and input_paths else list(input_paths)
-    if len(side_by_side) > 1:  # (stdin and a prefix file: checked as they are read)
+    guide_files = [(option, path) for option, path in (("--prefix-file", options["prefix_file"]),
+                                                       ("--constraints", options["constraints_file"])) if path]
+    side_by_side = [*input_paths, *(path for _, path in guide_files)] if input_paths else []
+    if len(side_by_side) > 1:  # (stdin and guide files: checked as they are read)
         check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
     name = " + ".join(input_paths) or "<stdin>"
@@ -288,8 +299,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     start, count = time.perf_counter(), 0
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
-        if prefix_file:
-            stream = with_prefixes(stream, prefix_file, files)
+        if guide_files:
+            stream = with_fields(stream, guide_files, files)
         writer = open_attention(attention_out, arch=decoder.loaded.config["arch"], model=" + ".join(settings.models),
                                 input=name, inputs=list(decoder.loaded.model.inputs))
         try:

@@ -8,17 +8,11 @@ output's score, as the model gives it. Outputs include the prefix (as fairseq's 
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
-
 import torch
 
 from nmtkit.data.batching import Batch
-from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import AttentionWeights
 from nmtkit.models.state import DecoderState
-from nmtkit.progress import warn
-from nmtkit.search.ensemble import EnsembleSources
-from nmtkit.search.sources import Inputs, Line, StreamSources, TextSource, fields_of
 from nmtkit.search.wrapped import Wrapped
 
 PREFIX = "prefix"  #: the batch stream of the target prefixes
@@ -60,56 +54,3 @@ class Prefixed(Wrapped):
             return limit
         return torch.maximum(limit, batch[PREFIX].lengths.to(limit) - 1)
 
-
-class PrefixedSources:
-    """Lines whose last field is the target prefix of the output (``--prefix-file``'s line, tokenised with the
-    target vocabulary; empty: none) and whose other fields are the model's inputs, read by ``sources``. A prefix
-    longer than ``limit`` tokens (the model's longest output) is cut there with a warning."""
-
-    optional = frozenset({PREFIX})  #: streams that may be empty in a line that is decoded
-
-    def __init__(self, sources: Union[StreamSources, EnsembleSources], vocab: Vocab, limit: Optional[int],
-                 name: str = "--prefix-file"):
-        self.sources = sources
-        self.prefix = TextSource(vocab, limit, name, PREFIX, "the most this model outputs")
-        self.name = sources.name
-        self.wrong_fields: list[int] = []
-
-    @property
-    def fields(self) -> list[str]:
-        return [*self.sources.fields, PREFIX]
-
-    @property
-    def invalid(self) -> list[int]:
-        return sorted(set(self.sources.invalid) | set(self.prefix.invalid) | set(self.wrong_fields))
-
-    @property
-    def problem(self) -> str:
-        problems = [self.sources.problem] if self.sources.invalid else []
-        problems += [f"with a prefix {self.prefix.problem}"] if self.prefix.invalid else []
-        problems += ["with the wrong number of fields"] if self.wrong_fields else []
-        return " or ".join(problems)
-
-    @property
-    def chunk_size(self) -> Optional[int]:
-        return self.sources.chunk_size
-
-    def read(self, index: int, line: Line) -> Optional[Inputs]:
-        """Line ``index`` (from 0) as the model's inputs and its prefix, or None."""
-        fields = fields_of(line)
-        if len(fields) != len(self.fields):  # (the inputs' own sources check their fields)
-            self.wrong_fields.append(index + 1)
-            warn(f"{self.name}:{index + 1}: {len(fields)} field(s), expected {len(self.fields)} "
-                 f"({', '.join(self.fields)}); writing an empty line")
-            return None
-        inputs = self.sources.read(index, fields[0] if len(fields) == 2 else fields[:-1])
-        prefix = self.prefix.read(index, fields[-1])
-        if inputs is None or prefix is None:
-            return None
-        return {**inputs, PREFIX: prefix}
-
-    def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
-        self.sources.finish(chunk)
-
-    def labels(self, inputs: Inputs) -> dict[str, list[str]]:
-        return self.sources.labels({stream: item for stream, item in inputs.items() if stream != PREFIX})

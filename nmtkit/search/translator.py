@@ -10,18 +10,21 @@ import torch
 from nmtkit.data.batching import Batch, make_batch
 from nmtkit.data.vocab import Vocab
 from nmtkit.models.seq2seq import Seq2Seq
+from nmtkit.progress import warn
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.beam import beam_search
+from nmtkit.search.constrained import CONSTRAINTS, constrained_beam_search, constraints_of, phrases_of, unmet
 from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.greedy import greedy_search
+from nmtkit.search.guides import GuidedSources
 from nmtkit.search.hypothesis import Hypothesis
-from nmtkit.search.prefix import PrefixedSources
 from nmtkit.search.sampling import Sampler
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
 
-#: what reads each line's fields into a model's inputs (several sources, an ensemble's, or they with a target prefix)
-LineReader = Union[StreamSources, EnsembleSources, PrefixedSources]
-READERS = (StreamSources, EnsembleSources, PrefixedSources)
+#: what reads each line's fields into a model's inputs (several sources, an ensemble's, or they with guides: a target
+#: prefix, constraints)
+LineReader = Union[StreamSources, EnsembleSources, GuidedSources]
+READERS = (StreamSources, EnsembleSources, GuidedSources)
 
 #: ``postprocess(index, fields, text, hypothesis)``: what to write for an output ``text`` of line ``index`` (from 0),
 #: given the line's raw fields (one per input) and the hypothesis (its ids and attention): e.g. the post-edit that
@@ -45,10 +48,15 @@ class SearchOptions:
 
 
 def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torch.device) -> list[list[Hypothesis]]:
-    """Hypotheses for the sentences of a batch (greedy when ``beam_size`` is 1)."""
+    """Hypotheses for the sentences of a batch (greedy when ``beam_size`` is 1; a constrained beam search where the
+    batch has constraints: a beam of ``beam_size``, greedy search's for 1)."""
     batch = batch.to(device)
+    constraints = constraints_of(batch)
     with model.attention_weights(opts.attention):
-        if opts.sampler or opts.beam_size <= 1:
+        if constraints is not None and any(constraints):
+            found = constrained_beam_search(model, batch, constraints, opts.beam_size, opts.n_best, opts.max_len_a,
+                                            opts.max_len_b, opts.length_penalty, opts.attention)
+        elif opts.sampler or opts.beam_size <= 1:
             found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention, opts.sampler)
         else:
             found = beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
@@ -140,6 +148,7 @@ class Translator:
         self.opts = replace(opts, attention=True) if attention_out or aligner else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
         self.postprocess, self.aligner = postprocess, aligner
+        self.unmet: list[int] = []  #: numbers (from 1) of the lines whose best output lacks some constraint
 
     def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
@@ -169,6 +178,8 @@ class Translator:
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None)
                 continue
             inputs, nbest = by_index[index]
+            if CONSTRAINTS in inputs:
+                self._check_constraints(index, inputs[CONSTRAINTS], nbest[0])
             if self.attention_out:
                 self._write_attention(index, inputs, nbest[0])
             texts = [self.tgt_vocab.decode(h.tokens) for h in nbest]
@@ -177,6 +188,17 @@ class Translator:
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
                              [len(h.tokens) + 1 for h in nbest],
                              [self.aligner(inputs, h) for h in nbest] if self.aligner else None)
+
+    def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:
+        """Warn, naming the line, where the best output lacks some of its constraints (none could hold them all
+        within the length limit), and count the line in ``unmet``."""
+        phrases = phrases_of(list(item))
+        missing = unmet(hyp.tokens, phrases)
+        if missing:
+            self.unmet.append(index + 1)
+            named = ", ".join(repr(self.tgt_vocab.decode(phrases[c])) for c in missing)
+            warn(f"{getattr(self.inputs, 'name', '<input>')}:{index + 1}: no output could hold every constraint; "
+                 f"the best lacks {named}")
 
     def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:
         """The tokens and attention of a line's best hypothesis: ``source`` over the first input, ``source.<stream>``

@@ -49,6 +49,8 @@ class TranslateRequest(BaseModel):
     n_best: Optional[int] = Field(None, ge=1, le=1000, description="outputs per line, best first [default: 1]")
     alignments: bool = Field(False, description="each output's word alignment with the line (Moses 'i-j' pairs, from "
                                                 "the attention)")
+    constraints: Optional[list[list[str]]] = Field(None, description="target phrases that each line's outputs contain "
+                                                                     "(one list per line; []: none)")
     prefix: Optional[list[str]] = Field(None, description="a target prefix for each line (its output starts with it; "
                                                           "\"\": none)")
 
@@ -134,7 +136,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
         if chars > limits.max_chars:
             return error(413, f"text: {chars} characters; at most {limits.max_chars} per request")
         try:
-            lines = decoder.lines(body.text, body.prefix)
+            lines = decoder.lines(body.text, body.prefix, body.constraints)
             if body.alignments:
                 decoder.aligner()
         except NmtkitError as e:

@@ -557,3 +557,34 @@ def test_alignments_link_every_output_word_to_a_word_of_its_input(trained_ckpt, 
         assert all(i < len(line.split()) for i, _ in pairs)
     plain = run(["translate", "-m", trained_ckpt], input="\n".join(lines) + "\n").stdout.splitlines()
     assert [o["text"] for o in outputs] == plain  # aligning changes no output
+
+
+def test_constraints_put_their_phrases_in_the_outputs(trained_ckpt, tmp_path):
+    (tmp_path / "in.en").write_text("forty-two\nseven\none\n")
+    (tmp_path / "c.jsonl").write_text('["neun"]\n\n["drei", "acht und"]\n')
+    for extra in ([], ["--greedy"], ["--n-best", 2, "--output-format", "json"]):
+        mode = extra if extra == ["--greedy"] else []
+        plain = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", *mode]).stdout.splitlines()
+        r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl",
+                 *extra])
+        if extra[-1:] == ["json"]:
+            out = [json.loads(row)["outputs"][0]["text"] for row in r.stdout.splitlines()]
+        else:
+            out = r.stdout.splitlines()
+        assert "neun" in out[0].split() and {"drei", "acht"} <= set(out[2].split()) and "acht und" in out[2]
+        assert out[1] == plain[1] and "no output could hold" not in r.stderr
+    both = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl",
+                "--prefix-file", tmp_path / "in.en"]).stdout.splitlines()  # (English words: <unk> prefixes)
+    assert len(both) == 3 and "neun" in both[0].split()
+
+
+def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tmp_path):
+    (tmp_path / "c.jsonl").write_text('["neun"]\n{"a": 1}\n[1]\n')
+    r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl"], input="one\ntwo\nthree\n",
+            ok=False)
+    assert r.exit_code == 1 and r.stdout.split("\n")[1:3] == ["", ""]
+    assert "--constraints:2: not a JSON list of strings" in r.stderr and "--constraints:3" in r.stderr
+    assert "2 line(s) with constraints that are not a JSON list of strings (line 2, 3)" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl", "--sampling"], input="one\n",
+            ok=False)
+    assert r.exit_code == 2 and "--constraints: a constrained beam search, not --sampling" in r.stderr

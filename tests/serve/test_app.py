@@ -46,7 +46,7 @@ def served(decoders, limits=None):
 
 @pytest.fixture(scope="module")
 def decoder(trained_ckpt):
-    return Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3, prefix=True))
+    return Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3, prefix=True, constraints=True))
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,14 @@ def test_a_request_s_prefixes_start_its_outputs(url, decoder):
     assert texts[1] == decoder.translate_texts(["seven"])[0].texts[0]
     assert texts == [r.texts[0] for r in decoder.translate_texts(["forty-two", "seven", "one"],
                                                                   ["neun", "", "drei vier"])]
+
+
+def test_a_request_s_constraints_are_in_its_outputs(url, decoder):
+    r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "seven"], "constraints": [["neun"], []]})
+    texts = [t["outputs"][0]["text"] for t in r.json()["translations"]]
+    assert "neun" in texts[0].split() and texts[1] == decoder.translate_texts(["seven"])[0].texts[0]
+    r = httpx.post(f"{url}/translate", json={"text": ["forty-two"], "constraints": [["x"], ["y"]]})
+    assert r.status_code == 422 and r.json()["error"] == "constraints: 2 constraints for 1 lines; give one per line"
 
 
 def test_alignments_come_with_each_output_when_asked(url, decoder):

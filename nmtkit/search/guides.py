@@ -1,0 +1,101 @@
+"""What guides the search of a line besides its inputs, read from extra fields after them: a target prefix that the
+output starts with (``--prefix-file``, :mod:`nmtkit.search.prefix`), and constraints that it contains
+(``--constraints``, :mod:`nmtkit.search.constrained`). Each becomes a batch stream of target ids that the search
+reads, and that may be empty (no guide for that line)."""
+from __future__ import annotations
+
+import json
+from typing import Optional, Sequence, Union
+
+from nmtkit.data.vocab import Vocab
+from nmtkit.progress import warn
+from nmtkit.search.constrained import CONSTRAINTS, flat
+from nmtkit.search.ensemble import EnsembleSources
+from nmtkit.search.prefix import PREFIX
+from nmtkit.search.sources import Inputs, Line, Source, StreamSources, TextSource, fields_of, line_text
+
+
+def prefix_source(vocab: Vocab, limit: Optional[int], name: str = "--prefix-file") -> TextSource:
+    """Target prefixes, one a line, tokenised with the target vocabulary; one longer than ``limit`` tokens (the
+    model's longest output) is cut there with a warning."""
+    return TextSource(vocab, limit, name, PREFIX, "the most this model outputs")
+
+
+class ConstraintSource:
+    """Constraints, one JSON list of target phrases a line (``["Dialog", "OK button"]``; empty line or ``[]``:
+    none), each tokenised with the target vocabulary, as one stream item (phrases separated by ``</s>``). A line
+    that is not such a list gives None, a warning naming it, and its number in ``invalid``."""
+
+    problem, reads_field = "with constraints that are not a JSON list of strings", True
+
+    def __init__(self, vocab: Vocab, name: str = "--constraints"):
+        self.vocab, self.name, self.stream = vocab, name, CONSTRAINTS
+        self.invalid: list[int] = []
+
+    def read(self, index: int, raw: bytes) -> Optional[list[int]]:
+        try:
+            text = line_text(index, raw).strip()
+            phrases = json.loads(text) if text else []
+            if not (isinstance(phrases, list) and all(isinstance(p, str) for p in phrases)):
+                raise ValueError(f"{type(phrases).__name__}, not a list of strings")
+        except ValueError as e:  # (UnicodeDecodeError and JSONDecodeError too)
+            warn(f"{self.name}:{index + 1}: not a JSON list of strings ({e}); writing an empty line")
+            self.invalid.append(index + 1)
+            return None
+        return flat([self.vocab.encode(phrase) for phrase in phrases])
+
+    def labels(self, item) -> list[str]:
+        return self.vocab.id_to_token(list(item))
+
+
+class GuidedSources:
+    """Lines whose fields are the model's inputs, read by ``sources``, then one field per guide (a prefix, the
+    constraints), each read by its own source into the stream it names."""
+
+    def __init__(self, sources: Union[StreamSources, EnsembleSources], guides: Sequence[Source]):
+        self.sources, self.guides = sources, list(guides)
+        self.name = sources.name
+        self.optional = frozenset(guide.stream for guide in self.guides)  #: streams that may be empty
+        self.wrong_fields: list[int] = []
+
+    @property
+    def fields(self) -> list[str]:
+        return [*self.sources.fields, *(guide.stream for guide in self.guides)]
+
+    @property
+    def invalid(self) -> list[int]:
+        return sorted({*self.sources.invalid, *(n for g in self.guides for n in g.invalid), *self.wrong_fields})
+
+    @property
+    def problem(self) -> str:
+        problems = [self.sources.problem] if self.sources.invalid else []
+        problems += [guide.problem for guide in self.guides if guide.invalid]
+        problems += ["with the wrong number of fields"] if self.wrong_fields else []
+        return " or ".join(problems)
+
+    @property
+    def chunk_size(self) -> Optional[int]:
+        return self.sources.chunk_size
+
+    def read(self, index: int, line: Line) -> Optional[Inputs]:
+        """Line ``index`` (from 0) as the model's inputs and its guides, or None."""
+        fields, guides = fields_of(line), len(self.guides)
+        if len(fields) != len(self.fields):  # (the inputs' own sources check their fields)
+            self.wrong_fields.append(index + 1)
+            warn(f"{self.name}:{index + 1}: {len(fields)} field(s), expected {len(self.fields)} "
+                 f"({', '.join(self.fields)}); writing an empty line")
+            return None
+        own = fields[:-guides]
+        inputs = self.sources.read(index, own[0] if len(own) == 1 else own)
+        for guide, raw in zip(self.guides, fields[-guides:]):
+            item = guide.read(index, raw)
+            if inputs is None or item is None:
+                return None  # (every guide was read: each warns of its own problems)
+            inputs[guide.stream] = item
+        return inputs
+
+    def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
+        self.sources.finish(chunk)
+
+    def labels(self, inputs: Inputs) -> dict[str, list[str]]:
+        return self.sources.labels({stream: item for stream, item in inputs.items() if stream not in self.optional})
