@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.translate import CNN_WEIGHTS, decode, decoding_options
+from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
 from nmtkit.errors import NmtkitError
 
 

@@ -1,0 +1,245 @@
+"""What the commands that decode lines with a model (``translate``, ``caption``) share: their decoding options,
+mapped onto :class:`~nmtkit.decoding.DecodeSettings`, and the loop that reads their input lines, decodes them with a
+:class:`~nmtkit.decoding.Decoder` and writes one output (or n-best) per line."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
+
+import click
+
+from nmtkit.cli.options import Checked
+from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_PENALTY, POSITIVE, THREADS, Range
+from nmtkit.errors import NmtkitError
+
+if TYPE_CHECKING:
+    from nmtkit.decoding import Decoder, DecodeSettings, SourceMaker
+    from nmtkit.search.translator import LineResult
+
+#: the options of every command that decodes lines with a model (``translate``, ``caption``)
+DECODING_OPTIONS = [
+    click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+                 help="checkpoint (best.pt); several -m: an ensemble, their log-probabilities averaged at each step"),
+    click.option("--weights", type=str, metavar="W1,W2,...",
+                 help="an ensemble's weights, one per -m, normalised to sum to 1 [default: equal]"),
+    click.option("--attention-model", type=Checked(int, POSITIVE), default=1, show_default=True,
+                 help="with --attention-out and an ensemble: the model (1 = the first -m) whose attention is written"),
+    click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+                 help="output file, written atomically [default: stdout]"),
+    click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
+    click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)"),
+    click.option("--n-best", type=Checked(int, BEAM), default=1, show_default=True,
+                 help="write the K best: 'LINE ||| TEXT ||| SCORE' lines"),
+    click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                 help="text: one translation a line (--n-best: 'LINE ||| TEXT ||| SCORE ||| FEATURES' lines); json: "
+                      "one JSON object a line, the line's n-best outputs with their scores and confidence"),
+    click.option("--length-penalty", type=Checked(float, LENGTH_PENALTY), default=1.0, show_default=True,
+                 help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)"),
+    click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True,
+                 help="inputs per batch (sorted by length)"),
+    click.option("--sampling", is_flag=True,
+                 help="draw each output token from the model's distribution instead of searching (one output a line; "
+                      "e.g. for back-translation)"),
+    click.option("--sampling-topk", type=Checked(int, COUNT),
+                 help="with --sampling: draw from the K most probable tokens only (0: all) [default: 0]"),
+    click.option("--temperature", type=Checked(float, Range(0, 100, low_open=True)),
+                 help="with --sampling: divide the log-probabilities by T (above 1 flatter, below 1 sharper) "
+                      "[default: 1.0]"),
+    click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)),
+                 help="with --sampling: the random seed (the same draws for the same seed, input, batch size, "
+                      "--flush and device) [default: 1]"),
+    click.option("--prefix-file", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="line i of FILE is a target prefix that the output of input line i starts with (tokenised with "
+                      "the target vocabulary); the search continues after it; an empty line: no prefix"),
+    click.option("--constraints", "constraints_file", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="line i of FILE is a JSON list of target phrases that the output of input line i must contain "
+                      "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
+                      "search with dynamic beam allocation"),
+    click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
+    click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
+    click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
+                 help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
+                      "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
+    click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)"),
+    click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
+                                               "a co-process [default when stdin is a terminal]"),
+]
+
+
+#: the option naming the weights of the CNN that makes image features (``caption``; ``translate`` of multimodal models)
+CNN_WEIGHTS = click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+                           help="the CNN weights the training features came from (if preprocess had --cnn-weights "
+                                "and the file has moved; checked by its SHA-256)")
+
+
+def decoding_options(command: Callable) -> Callable:
+    """Add :data:`DECODING_OPTIONS` to a command."""
+    for option in reversed(DECODING_OPTIONS):
+        command = option(command)
+    return command
+
+
+def check_same_length(paths: Sequence[str]) -> None:
+    """Several inputs read side by side must have as many lines each: else a one-line error naming them."""
+    from nmtkit.data.text import check_readable, count_lines
+
+    counts = {path: count_lines(check_readable(path, allow_empty=True)) for path in paths}
+    if len(set(counts.values())) > 1:
+        given = ", ".join(f"{path} has {n}" for path, n in counts.items())
+        raise NmtkitError(f"-i: the inputs must have the same number of lines, but {given}", exit_code=2)
+
+
+def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterable:
+    """The lines to decode: those of stdin or the one input (their TAB-separated fields with ``fields``), or the
+    lines of several inputs side by side (one field each); ``files`` closes what is opened."""
+    from nmtkit.data.text import check_readable
+
+    opened = [files.enter_context(open(check_readable(p, allow_empty=True), "rb")) for p in paths] or [sys.stdin.buffer]
+    if fields:
+        return (tuple(raw.split(b"\t")) for raw in opened[0])
+    return zip(*opened) if len(opened) > 1 else opened[0]
+
+
+def with_fields(lines: Iterable, files_by_option: Sequence[tuple[str, str]], files: ExitStack) -> Iterator[tuple]:
+    """Each line's fields with, after them, the line of each file beside it (``(option, path)``: a prefix file, a
+    constraints file); a one-line error once a file and the input differ in length (``files`` closes them)."""
+    from nmtkit.data.text import check_readable
+    from nmtkit.search.sources import fields_of
+
+    opened = [(option, path, files.enter_context(open(check_readable(path, allow_empty=True), "rb")))
+              for option, path in files_by_option]
+    count = 0
+    for count, line in enumerate(lines, 1):
+        extra = []
+        for option, path, file in opened:
+            field = file.readline()
+            if not field:
+                raise NmtkitError(f"{option} {path}: {count - 1} line(s), fewer than the input's", exit_code=2)
+            extra.append(field)
+        yield (*fields_of(line), *extra)
+    for option, path, file in opened:
+        if file.readline():
+            raise NmtkitError(f"{option} {path}: more lines than the input's {count}", exit_code=2)
+
+
+def given_options(*names: str) -> list[str]:
+    """Which of the current command's options ``names`` (parameter names) the command line gave, as flags."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    return ["--" + name.replace("_", "-") for name in names
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+
+
+def parse_weights(text: Optional[str]) -> Optional[list[float]]:
+    """``--weights``: numbers separated by commas or spaces."""
+    if not text:
+        return None
+    try:
+        return [float(w) for w in text.replace(",", " ").split()]
+    except ValueError:
+        raise NmtkitError(f"--weights: expects numbers separated by commas, got {text!r}", exit_code=2) from None
+
+
+def formatted(result: LineResult, n_best: int, output_format: str = "text") -> str:
+    """What ``translate`` writes for one input line: its best output's text (and a newline); with ``n_best`` above
+    1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
+    log-probability, C its mean per token); or, in ``json``, one object with the outputs and their numbers."""
+    if output_format == "json":
+        return json.dumps({"index": result.index, "outputs": result.outputs()}, ensure_ascii=False) + "\n"
+    if n_best == 1:
+        return result.texts[0] + "\n"
+    return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}\n"
+                   for text, score, logprob, confidence in
+                   zip(result.texts, result.scores, result.logprobs, result.confidence))
+
+
+def settings_of(options: dict, **more) -> DecodeSettings:
+    """The :class:`~nmtkit.decoding.DecodeSettings` that a command's :data:`DECODING_OPTIONS` (and ``more``
+    settings) ask for; options that go with another given without it are a one-line error."""
+    from nmtkit.decoding import DecodeSettings
+
+    o = dict(options)
+    sampling = {"sampling_topk": 0, "temperature": 1.0, "seed": 1}
+    if not o["sampling"] and any(o[name] is not None for name in sampling):
+        raise NmtkitError("--sampling-topk, --temperature and --seed go with --sampling", exit_code=2)
+    searching = given_options("beam", "greedy", "length_penalty")
+    if o["sampling"] and searching:
+        raise NmtkitError(f"{searching[0]}: --sampling draws its outputs instead of searching", exit_code=2)
+    weights = parse_weights(o.pop("weights"))
+    beam = o.pop("beam")
+    beam = 1 if o.pop("greedy") else beam
+    for name, default in sampling.items():
+        o[name] = default if o[name] is None else o[name]
+    for name in ("model_paths", "output_path", "attention_out", "flush", "output_format", "prefix_file",
+                 "constraints_file"):
+        o.pop(name)
+    return DecodeSettings(models=tuple(options["model_paths"]), weights=None if weights is None else tuple(weights),
+                          beam=beam, attention=bool(options["attention_out"]), prefix=bool(options["prefix_file"]),
+                          constraints=bool(options["constraints_file"]), **o, **more)
+
+
+def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (), fields: bool = False,
+           lines: Optional[Iterable] = None, chunk_size: int = 10_000, verbs=("translating", "translated"),
+           alignments_path: Optional[str] = None, **more) -> Decoder:
+    """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
+    the TAB-separated fields of one input's lines; ``lines``, if given, instead) with the checkpoints and settings
+    of a command's :data:`DECODING_OPTIONS` (``options``, and ``more`` settings), one output line (or ``n_best``) per
+    input line, into ``-o`` or stdout, the attention into ``--attention-out``, the best outputs' word alignments into
+    ``alignments_path`` (``--alignments``; one line per input line); ``sources(loaded, model_path)`` turns
+    lines into a model's inputs (see :class:`~nmtkit.decoding.Decoder`); ``verbs`` name the work in progress and
+    done. Returns the decoder; raises an error naming the unusable lines once everything is written."""
+    from nmtkit.data.text import open_output
+    from nmtkit.decoding import Decoder
+    from nmtkit.progress import log, progress
+    from nmtkit.search.attention_file import open_attention
+
+    settings = settings_of(options, alignments=bool(alignments_path), **more)
+    settings.check()
+    guide_files = [(option, path) for option, path in (("--prefix-file", options["prefix_file"]),
+                                                       ("--constraints", options["constraints_file"])) if path]
+    side_by_side = [*input_paths, *(path for _, path in guide_files)] if input_paths else []
+    if len(side_by_side) > 1:  # (stdin and guide files: checked as they are read)
+        check_same_length(side_by_side)
+    output_path, attention_out = options["output_path"], options["attention_out"]
+    name = " + ".join(input_paths) or "<stdin>"
+    decoder = Decoder(settings, sources, name)
+    interactive = options["flush"] or (not input_paths and sys.stdin.isatty())
+    start, count = time.perf_counter(), 0
+    with ExitStack() as files:
+        stream = lines if lines is not None else input_lines(input_paths, fields, files)
+        if guide_files:
+            stream = with_fields(stream, guide_files, files)
+        writer = open_attention(attention_out, arch=decoder.loaded.config["arch"], model=" + ".join(settings.models),
+                                input=name, inputs=list(decoder.loaded.model.inputs))
+        try:
+            with open_output(output_path) as out, progress() as bar:
+                links = files.enter_context(open_output(alignments_path)) if alignments_path else None
+                task = bar.add_task(verbs[0], total=None, info="")
+                for result in decoder.translate(stream, writer, lambda k: bar.advance(task, k),
+                                                1 if interactive else chunk_size):
+                    count += 1
+                    out.write(formatted(result, settings.n_best, options["output_format"]))
+                    if links and result.alignments is not None:
+                        links.write(result.alignments[0] + "\n")
+                    if not output_path:
+                        out.flush()
+            if writer:
+                writer.close()
+        except BaseException:
+            if writer:
+                writer.abort()
+            raise
+    seconds = time.perf_counter() - start
+    log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
+    source = decoder.source
+    if source.invalid:
+        numbers = ", ".join(map(str, source.invalid[:10])) + (" ..." if len(source.invalid) > 10 else "")
+        raise NmtkitError(f"{name}: {len(source.invalid)} line(s) {source.problem} (line {numbers}); "
+                          "each got an empty output line")
+    return decoder
