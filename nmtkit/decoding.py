@@ -156,7 +156,7 @@ class Decoder:
             limit = reading_limit(self.loaded.model, settings.max_input_len)[0]
             replace, self.unk_counts = unk_replacement(self.loaded, settings.dictionary, limit)
         self.postprocess = chained([step for step in (replace, as_text(self.loaded, self.source)) if step])
-        self._aligner = aligner(self.loaded) if settings.alignments else None  # (else made when first asked for)
+        self._aligner = aligner_of(self.loaded) if settings.alignments else None  # (else made when first asked for)
 
     def _restricted(self):
         """The model to search with: the loaded one, or it with a shortlisted output layer, edit costs or target
@@ -169,9 +169,9 @@ class Decoder:
         return Prefixed(loaded.model) if s.prefix else loaded.model
 
     def aligner(self) -> Aligner:
-        """What aligns outputs with the first input (see :func:`aligner`), made once."""
+        """What aligns outputs with the first input (see :func:`aligner_of`), made once."""
         if self._aligner is None:
-            self._aligner = aligner(self.loaded)
+            self._aligner = aligner_of(self.loaded)
         return self._aligner
 
     def arithmetic(self) -> ContextManager:
@@ -285,7 +285,7 @@ def guide_sources(loaded: LoadedModel, settings: DecodeSettings) -> list[Source]
     return guides
 
 
-def aligner(loaded: LoadedModel) -> Aligner:
+def aligner_of(loaded: LoadedModel) -> Aligner:
     """``--alignments``: what aligns outputs with the model's first input, which must be text, in words; a model
     whose outputs are edit operations has none."""
     stream = loaded.model.inputs[0]

@@ -8,6 +8,7 @@ thread decodes, so the models never run concurrently with themselves.
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -102,7 +103,8 @@ class Batcher:
         """Decode a batch's lines together and hand each job its own results (or the error)."""
         try:
             results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
-        except Exception as e:  # every job of the batch gets the error; the worker goes on
+        except Exception as e:  # every job of the batch gets the error (the log its traceback); the worker goes on
+            logging.getLogger("nmtkit.serve").exception("decoding a batch of %d lines failed", count)
             results = None
             error: Exception = e
         start = 0
