@@ -10,7 +10,8 @@ slots of the beam go to the banks in turn, the most advanced first, each giving 
 Vilar's allocation, as round robin: a bank without candidates gives its slots to the others), so hypotheses that
 have met few constraints are not crowded out by those with higher model scores, nor the reverse.
 
-A phrase broken off midway loses its progress. The output length limit grows to fit the constraints. If no
+A phrase broken off midway loses its progress. The output length limit grows to fit the constraints (never past
+the model's table of positions). If no
 hypothesis can meet every constraint within the limit (a phrase the model can never produce, say), the search
 still ends, and its best output is one that meets the most constraint tokens: :func:`unmet` tells which it lacks,
 for a warning.
@@ -144,7 +145,9 @@ def constrained_beam_search(model: Seq2Seq, batch: Batch, constraints: Sequence[
     k, device = beam_size, batch.device
     state = model.encode(batch)
     limits = output_lengths(model, batch, max_len_a, max_len_b).tolist()
-    sentences = [_Sentence(phrases, max(limit, sum(map(len, phrases))), [_Live([], 0.0, Progress((False,) * len(phrases)), s)])
+    most = model.output_limit()  # (room for the constraints, within the model's table of positions)
+    sentences = [_Sentence(phrases, min(max(limit, sum(map(len, phrases))), most or 1 << 30),
+                           [_Live([], 0.0, Progress((False,) * len(phrases)), s)])
                  for s, (phrases, limit) in enumerate(zip(constraints, limits))]
     prev = torch.full((len(sentences),), BOS, dtype=torch.long, device=device)
     history: dict[str, torch.Tensor] = {}

@@ -148,7 +148,6 @@ class Translator:
         self.opts = replace(opts, attention=True) if attention_out or aligner else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
         self.postprocess, self.aligner = postprocess, aligner
-        self.unmet: list[int] = []  #: numbers (from 1) of the lines whose best output lacks some constraint
 
     def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
@@ -191,11 +190,10 @@ class Translator:
 
     def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:
         """Warn, naming the line, where the best output lacks some of its constraints (none could hold them all
-        within the length limit), and count the line in ``unmet``."""
+        within the length limit)."""
         phrases = phrases_of(list(item))
         missing = unmet(hyp.tokens, phrases)
         if missing:
-            self.unmet.append(index + 1)
             named = ", ".join(repr(self.tgt_vocab.decode(phrases[c])) for c in missing)
             warn(f"{getattr(self.inputs, 'name', '<input>')}:{index + 1}: no output could hold every constraint; "
                  f"the best lacks {named}")

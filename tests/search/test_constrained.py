@@ -4,10 +4,12 @@ import pytest
 import torch
 
 from nmtkit.data.batching import make_batch
+from nmtkit.data.vocab import WordVocab
 from nmtkit.search.beam import beam_search
 from nmtkit.search.constrained import CONSTRAINTS, Progress, constrained_beam_search, flat, phrases_of, unmet
+from nmtkit.search.sources import StreamSources, TextSource
 from nmtkit.search.token_costs import TokenCosts
-from nmtkit.search.translator import SearchOptions, search_batch
+from nmtkit.search.translator import SearchOptions, Translator, search_batch
 from tests.models.test_contract import ARCHS, batch, rows_of, tiny
 
 PHRASES = [[[5, 6]], [], [[7], [8, 9, 10]], [[11], [11]]]  # one phrase; none; two; the same word twice
@@ -78,3 +80,17 @@ def test_the_search_of_a_batch_with_constraints_is_constrained():
     for beam in (1, 3):
         found = search_batch(m, b, SearchOptions(beam_size=beam, n_best=1, max_len_a=0.0, max_len_b=6), "cpu")
         assert all(unmet(h[0].tokens, p) == [] for h, p in zip(found, PHRASES))
+
+
+def test_constraints_longer_than_the_model_can_write_are_cut_at_its_table_and_reported(capsys):
+    m, b = tiny("transformer", positions="learned", max_positions=8), batch()  # at most 7 output tokens
+    phrases = [[[5, 6, 7, 8, 9]], [[5, 6, 7, 8, 9], [10, 11, 12]], [], [[4]]]
+    found = constrained_beam_search(m, b, phrases, 3, 1, max_len_a=0.0, max_len_b=30)
+    assert all(len(h[0].tokens) <= 7 for h in found)
+    assert unmet(found[0][0].tokens, phrases[0]) == [] and unmet(found[1][0].tokens, phrases[1]) != []
+    b.inputs[CONSTRAINTS] = make_batch({CONSTRAINTS: [flat(p) for p in phrases]})[CONSTRAINTS]
+    vocab = WordVocab([f"w{k}" for k in range(40)])
+    translator = Translator(m, StreamSources([TextSource(vocab)], "in.txt"), vocab, SearchOptions(beam_size=3),
+                            "cpu")
+    translator._check_constraints(1, flat(phrases[1]), found[1][0])
+    assert "in.txt:2: no output could hold every constraint; the best lacks" in capsys.readouterr().err
