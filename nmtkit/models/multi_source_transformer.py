@@ -46,13 +46,15 @@ OPTIONS = TRANSFORMER_OPTIONS + [
            "per encoder, Marian's dual-source), parallel (outputs summed), flat (one attention over all encoders' "
            "states) or hierarchical (attention over the per-encoder outputs, Eq. 8-10)", choices=STRATEGIES),
     _SHARED["feature_norm"],
+    _SHARED["normalise_contexts"],
 ]
 
 
 class SourcesAttention(nn.Module):
     """The memory attention of a multi-source decoder layer over the encoders ``names`` (see the module)."""
 
-    def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, dropout: float):
+    def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, dropout: float,
+                 normalise: bool = False):
         super().__init__()
         self.names, self.strategy, self.heads = names, strategy, heads
         if strategy == "flat":
@@ -63,6 +65,8 @@ class SourcesAttention(nn.Module):
                                              for n in names})
         if strategy == "hierarchical":
             self.combination = JointAttention(d_model, {n: d_model for n in names}, d_model, False, 0)
+        # normalise_contexts: each encoder's attention output layer-normalised before Eq. 8-10 (as multi-source's)
+        self.norms = nn.ModuleDict({n: nn.LayerNorm(d_model) for n in names}) if normalise else None
 
     def keys_values(self, memories: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """Keys and values of each encoder's states ``[B, S_k, d]`` (those of all encoders end to end: flat)."""
@@ -86,8 +90,8 @@ class MultiSourceDecoderLayer(DecoderLayer):
     """A decoder layer whose memory attention reads several encoders (:class:`SourcesAttention`)."""
 
     def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, ffn_size: int, dropout: float,
-                 attention_dropout: float, activation_dropout: float, pre_norm: bool):
-        attention = SourcesAttention(names, strategy, d_model, heads, attention_dropout)
+                 attention_dropout: float, activation_dropout: float, pre_norm: bool, normalise: bool = False):
+        attention = SourcesAttention(names, strategy, d_model, heads, attention_dropout, normalise)
         super().__init__(d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, pre_norm,
                          memory_attention=attention, memory_sublayers=len(names) if strategy == "serial" else 1)
         self.sources = attention
@@ -115,7 +119,8 @@ class MultiSourceDecoderLayer(DecoderLayer):
         found = _named(names, [w for _, w in outs]) if weights else None
         if att.strategy == "parallel":
             return sub.after(1, y, torch.stack([a for a, _ in outs]).sum(0)), found
-        a, beta = att.combination.combine(x, {n: c for n, (c, _) in zip(names, outs)})
+        contexts = {n: c if att.norms is None else att.norms[n](c) for n, (c, _) in zip(names, outs)}
+        a, beta = att.combination.combine(x, contexts)
         return sub.after(1, y, a), None if found is None else {**found, "encoders": beta}
 
 
@@ -134,14 +139,18 @@ class MultiSourceTransformer(Transformer):
     diagnostics_read_weights = True
 
     def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, combination: str = "serial",
-                 feature_norm: bool = True, **options):
+                 feature_norm: bool = True, normalise_contexts: bool = False, **options):
         """``streams``: input name -> (kind, vocabulary size or feature size), in order; the first is text."""
         names = tuple(streams)
         if combination not in STRATEGIES:
             raise ValueError(f"unknown combination {combination!r} (known: {', '.join(STRATEGIES)})")
         if streams[names[0]][0] != TOKENS:
             raise ValueError("the first of --encoders must be a text input (the Transformer's own encoder)")
-        self.strategy, self.inputs = combination, names  # plain values, read while Transformer builds the decoder
+        if normalise_contexts and combination != "hierarchical":
+            raise ValueError(f"normalise_contexts normalises hierarchical's per-encoder contexts; combination "
+                             f"{combination} attends over none")
+        # plain values, read while Transformer builds the decoder
+        self.strategy, self.inputs, self.normalise = combination, names, normalise_contexts
         super().__init__(streams[names[0]][1], tgt_vocab, **options)
         layers = len(self.encoder)
         self.extra = nn.ModuleDict({
@@ -153,7 +162,7 @@ class MultiSourceTransformer(Transformer):
         self._init_parameters(self.tie)
 
     def decoder_layer(self, *layer_args) -> DecoderLayer:
-        return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args)
+        return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args, normalise=self.normalise)
 
     def memory(self, batch: Batch) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...]]:
         """Every encoder's states ``[B, S_k, d]`` by name and their masks ``[B, 1, 1, S_k]``, in order."""

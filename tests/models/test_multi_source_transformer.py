@@ -129,6 +129,28 @@ def test_serial_attends_in_turn_and_hierarchical_weighs_the_encoders():
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
+def test_normalised_contexts_decode_step_by_step_and_weigh_encoders_apart_from_their_scale(norm):
+    assert_forward_equals_steps(model(combination="hierarchical", normalise_contexts=True, norm=norm), batch())
+    h, masks = memories(("src", "mt"))
+    y = torch.randn(2, 3, 16)
+    betas = {}
+    for normalise in (False, True):
+        torch.manual_seed(0)
+        layer = MultiSourceDecoderLayer(("src", "mt"), "hierarchical", *LAYER_ARGS, normalise=normalise).eval()
+        with torch.no_grad():
+            before = layer.cross(y, layer.keys_values(h), masks, True, None)[1]["encoders"]
+            out = layer.sources.attentions["mt"].out
+            out.weight.mul_(10)
+            out.bias.mul_(10)  # the mt encoder's context ten times as large
+            after = layer.cross(y, layer.keys_values(h), masks, True, None)[1]["encoders"]
+        betas[normalise] = (before, after)
+    assert not torch.allclose(*betas[False], atol=1e-3)  # unnormalised, scale moves the weights
+    torch.testing.assert_close(*betas[True], atol=1e-4, rtol=0)
+    with pytest.raises(NmtkitError, match="normalise_contexts normalises hierarchical"):
+        model(combination="flat", normalise_contexts=True)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_padding_and_gradients(strategy, norm):
     m, b = model(combination=strategy, norm=norm), batch()
