@@ -59,3 +59,11 @@ def test_lines_name_the_item_that_cannot_be_read(trained_ckpt):
             (plain, [["one", "two"]], None, "text.0: 2 inputs; this model reads 1")]:
         with pytest.raises(NmtkitError, match=message):
             decoder.lines(texts, prefixes)
+
+
+def test_a_result_says_whether_its_line_was_cut_at_the_length_limit(trained_ckpt):
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), max_input_len=3))
+    results = decoder.translate_texts(["forty-two", "seven hundred forty-two thousand one", "", "one two three"])
+    assert [r.truncated for r in results] == [False, True, False, False]
+    again = decoder.translate_texts(["one two three four"])  # (counted per call)
+    assert again[0].truncated and decoder.source.truncated == 2

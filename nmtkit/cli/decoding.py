@@ -151,7 +151,8 @@ def formatted(result: LineResult, n_best: int, output_format: str = "text") -> s
     1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
     log-probability, C its mean per token); or, in ``json``, one object with the outputs and their numbers."""
     if output_format == "json":
-        return json.dumps({"index": result.index, "outputs": result.outputs()}, ensure_ascii=False) + "\n"
+        line = {"index": result.index, "outputs": result.outputs(), **({"truncated": True} if result.truncated else {})}
+        return json.dumps(line, ensure_ascii=False) + "\n"
     if n_best == 1:
         return result.texts[0] + "\n"
     return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}\n"

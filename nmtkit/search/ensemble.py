@@ -141,6 +141,10 @@ class EnsembleSources:
         return " or ".join(dict.fromkeys(s.problem for s, _ in self.parts if s.invalid))
 
     @property
+    def truncated(self) -> int:
+        return sum(s.truncated for s, _ in self.parts)
+
+    @property
     def fields(self) -> list[str]:
         return self.parts[0][0].fields
 

@@ -74,6 +74,10 @@ class GuidedSources:
         return " or ".join(problems)
 
     @property
+    def truncated(self) -> int:
+        return self.sources.truncated + sum(getattr(guide, "truncated", 0) for guide in self.guides)
+
+    @property
     def chunk_size(self) -> Optional[int]:
         return self.sources.chunk_size
 

@@ -205,6 +205,11 @@ class StreamSources:
         return " or ".join(dict.fromkeys(problems))
 
     @property
+    def truncated(self) -> int:
+        """How many inputs its text sources have truncated so far."""
+        return sum(getattr(source, "truncated", 0) for source in self.sources.values())
+
+    @property
     def fields(self) -> list[str]:
         """The inputs that each line holds a field for, in order (all but those read from feature files)."""
         return [stream for stream, source in self.sources.items() if source.reads_field]

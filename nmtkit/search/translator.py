@@ -111,6 +111,7 @@ class LineResult:
     logprobs: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     alignments: Optional[list[str]] = None  #: each output's word alignment with the input (Moses ``i-j``), if asked
+    truncated: bool = False  #: whether an input (or the prefix) of the line was cut at the length limit
 
     @property
     def confidence(self) -> list[float]:
@@ -154,9 +155,13 @@ class Translator:
         time."""
         chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]] = []
         size = min(self.chunk_size, self.inputs.chunk_size or self.chunk_size)
+        self.cut: set[int] = set()  # the lines whose inputs were truncated
         for index, line in enumerate(lines):
             fields = fields_of(line)
+            before = self.inputs.truncated
             chunk.append((index, fields, self.inputs.read(index, fields)))
+            if self.inputs.truncated > before:
+                self.cut.add(index)
             if len(chunk) >= size:
                 yield from self._run(chunk, on_batch)
                 chunk = []
@@ -186,7 +191,7 @@ class Translator:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
                              [len(h.tokens) + 1 for h in nbest],
-                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None)
+                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None, index in self.cut)
 
     def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:
         """Warn, naming the line, where the best output lacks some of its constraints (none could hold them all

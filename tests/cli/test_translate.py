@@ -588,3 +588,11 @@ def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tm
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl", "--sampling"], input="one\n",
             ok=False)
     assert r.exit_code == 2 and "--constraints: a constrained beam search, not --sampling" in r.stderr
+
+
+def test_json_output_marks_a_truncated_line(trained_ckpt):
+    r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "--output-format", "json"],
+            input="forty-two\nseven hundred forty-two\n")
+    lines = [json.loads(row) for row in r.stdout.splitlines()]
+    assert "truncated" not in lines[0] and lines[1]["truncated"] is True
+    assert "<stdin>:2: 3 tokens, truncated to 2 (--max-input-len)" in r.stderr

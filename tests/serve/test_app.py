@@ -14,7 +14,8 @@ import pytest
 import uvicorn
 
 from nmtkit.decoding import Decoder, DecodeSettings
-from nmtkit.serve.app import Limits, make_app
+from nmtkit.search.translator import LineResult
+from nmtkit.serve.app import Limits, line_results, make_app
 from tests.conftest import run
 
 LINES = ["forty-two", "", "seven hundred", "one"]
@@ -99,6 +100,11 @@ def test_alignments_come_with_each_output_when_asked(url, decoder):
     assert all(o["alignment"] for line in outputs for o in line)
     plain = httpx.post(f"{url}/translate", json={"text": ["forty-two"]}).json()["translations"][0]["outputs"][0]
     assert "alignment" not in plain
+
+
+def test_an_answer_marks_a_line_cut_at_the_length_limit():
+    results = [LineResult(0, ["a"], [-1.0], [-2.0], [2]), LineResult(1, ["b"], [-1.0], [-2.0], [2], truncated=True)]
+    assert [sorted(line) for line in line_results(results)] == [["outputs"], ["outputs", "truncated"]]
 
 
 @pytest.mark.parametrize("body, status, message", [
