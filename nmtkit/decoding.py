@@ -25,7 +25,17 @@ from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
 from nmtkit.search.guides import ConstraintSource, GuidedSources, prefix_source
 from nmtkit.search.prefix import Prefixed
-from nmtkit.search.sources import Line, Source, StreamSources, fields_of, line_text, model_sources, reading_limit
+from nmtkit.search.sources import (
+    Line,
+    Source,
+    StreamSources,
+    TextSource,
+    fields_of,
+    line_text,
+    model_sources,
+    reading_limit,
+)
+from nmtkit.search.splitting import Splitter
 from nmtkit.search.translator import LineReader, LineResult, PostProcess, SearchOptions, Translator
 
 #: ``sources(loaded, model_path)``: what turns lines into a loaded model's inputs (text, image paths, feature rows)
@@ -68,6 +78,7 @@ class DecodeSettings:
     prefix: bool = False  #: each line's last field is a target prefix that its outputs start with (``--prefix-file``)
     alignments: bool = False  #: each output's word alignment with the first input, from its attention
     constraints: bool = False  #: each line's last field lists target phrases that its outputs contain (``--constraints``)
+    split_long: bool = False  #: a text line too long for the model is cut at sentence ends, not truncated
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
@@ -92,6 +103,9 @@ class DecodeSettings:
         for name, given in (("--prefix-file", self.prefix), ("--constraints", self.constraints)):
             if given and self.shortlist:
                 raise NmtkitError(f"{name}: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
+        if self.split_long and (self.prefix or self.constraints or self.alignments or self.replace_unk):
+            raise NmtkitError("--split-long: a line's pieces are translated apart, so they take no --prefix-file, "
+                              "--constraints, --alignments or --replace-unk", exit_code=2)
         if self.constraints and self.sampling:
             raise NmtkitError("--constraints: a constrained beam search, not --sampling", exit_code=2)
 
@@ -106,7 +120,7 @@ def text_sources(settings: DecodeSettings, name: str = "<input>") -> SourceMaker
     """Sources reading each of a model's inputs from a line's fields, ``name`` naming them in messages."""
     def make(loaded: LoadedModel, path: str) -> StreamSources:
         return model_sources(loaded, path, [name] * len(loaded.model.inputs), settings.max_input_len,
-                             settings.cnn_weights)
+                             settings.cnn_weights, split=settings.split_long)
     return make
 
 
@@ -157,6 +171,7 @@ class Decoder:
             replace, self.unk_counts = unk_replacement(self.loaded, settings.dictionary, limit)
         self.postprocess = chained([step for step in (replace, as_text(self.loaded, self.source)) if step])
         self._aligner = aligner_of(self.loaded) if settings.alignments else None  # (else made when first asked for)
+        self.splitter = splitter_of(self.loaded, self.source) if settings.split_long else None
 
     def _restricted(self):
         """The model to search with: the loaded one, or it with a shortlisted output layer, edit costs or target
@@ -188,7 +203,8 @@ class Decoder:
         the settings say (a one-line error for a model without a text input)."""
         align = self.settings.alignments if alignments is None else alignments
         translator = Translator(self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
-                                chunk_size, attention_out, self.postprocess, self.aligner() if align else None)
+                                chunk_size, attention_out, self.postprocess, self.aligner() if align else None,
+                                self.splitter)
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
 
@@ -283,6 +299,16 @@ def guide_sources(loaded: LoadedModel, settings: DecodeSettings) -> list[Source]
     if settings.constraints:
         guides.append(ConstraintSource(loaded.tgt_vocab))
     return guides
+
+
+def splitter_of(loaded: LoadedModel, source: LineReader) -> Optional[Splitter]:
+    """``--split-long``: what cuts a line too long for the model into pieces; a model with one text input only (and
+    None where nothing limits its length)."""
+    text = source.sources.get(loaded.model.inputs[0]) if isinstance(source, StreamSources) else None
+    if len(loaded.model.inputs) != 1 or not isinstance(text, TextSource):
+        raise NmtkitError(f"--split-long: cuts a text line; this {loaded.config['arch']} model (or ensemble) reads "
+                          f"{', '.join(loaded.model.inputs)}, not one text input read alike", exit_code=2)
+    return None if text.max_input_len is None else Splitter(text.stream, text.vocab, text.max_input_len)
 
 
 def aligner_of(loaded: LoadedModel) -> Aligner:

@@ -18,6 +18,9 @@ from nmtkit.errors import NmtkitError
 @click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
 @click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
 @click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
+@click.option("--split-long", is_flag=True,
+              help="cut a line longer than --max-input-len (or the model's positions) at sentence ends into pieces "
+                   "translated apart and joined, instead of truncating it (one text input)")
 @click.option("--attention-layer", type=Checked(int, POSITIVE),
               help="with --attention-out, Transformers: the decoder layer whose attention is written [default: last]")
 @click.option("--attention-head", type=Checked(int, POSITIVE),
@@ -46,7 +49,8 @@ from nmtkit.errors import NmtkitError
                    "most, or by that word (word vocabularies; as 'nmtkit replace-unk')")
 @click.option("--dict", "dict_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="with --replace-unk: a lexical table (nmtkit align, fast_align -p, eflomal priors, word pairs)")
-def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_layer, attention_head, cnn_weights,
+def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long, attention_layer, attention_head,
+            cnn_weights,
             features, shortlist_path, shortlist_first, shortlist_best, edit_cost, alignments_path, replace_unk,
             dict_path, **options):
     """Translate text with a trained model.
@@ -80,10 +84,11 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, attention_
 
             count = count_lines(input_paths[0]) if input_paths else None
             rows = FeatureSource(load_features(features, f"--features {features}", count), name=f"--features {features}")
-        return model_sources(loaded, model_path, names, max_input_len, cnn_weights, rows)
+        return model_sources(loaded, model_path, names, max_input_len, cnn_weights, rows, split=split_long)
 
     decoder = decode(source, options, input_paths=input_paths, fields=fields, max_len_a=max_len_a,
-                     max_len_b=max_len_b, max_input_len=max_input_len, attention_layer=attention_layer,
+                     max_len_b=max_len_b, max_input_len=max_input_len, split_long=split_long,
+                     attention_layer=attention_layer,
                      attention_head=attention_head, cnn_weights=cnn_weights, shortlist=shortlist_path,
                      shortlist_first=shortlist_first, shortlist_best=shortlist_best, edit_cost=edit_cost,
                      replace_unk=replace_unk, dictionary=dict_path, alignments_path=alignments_path)

@@ -71,14 +71,15 @@ def reading_limit(model, max_input_len: Optional[int]) -> tuple[Optional[int], s
 
 class TextSource:
     """Text lines to token ids; a line longer than ``max_input_len`` tokens (None: no limit) is truncated with a
-    warning, or refused in one line unless ``truncate`` (perplexity is of whole inputs)."""
+    warning, or refused in one line unless ``truncate`` (perplexity is of whole inputs), or read whole with ``split``
+    (the search cuts it into pieces, :mod:`nmtkit.search.splitting`)."""
 
     problem, reads_field = "of invalid UTF-8", True
 
     def __init__(self, vocab: Vocab, max_input_len: Optional[int] = 250, name: str = "<stdin>", stream: str = "src",
-                 limited_by: str = "--max-input-len", truncate: bool = True):
+                 limited_by: str = "--max-input-len", truncate: bool = True, split: bool = False):
         self.vocab, self.max_input_len, self.name, self.stream = vocab, max_input_len, name, stream
-        self.limited_by, self.truncate = limited_by, truncate  # what sets max_input_len, for messages
+        self.limited_by, self.truncate, self.split = limited_by, truncate, split  # (limited_by: for messages)
         self.invalid: list[int] = []
         self.truncated = 0
 
@@ -92,7 +93,7 @@ class TextSource:
         if not text.strip():
             return []
         ids = self.vocab.encode(text)
-        if self.max_input_len is not None and len(ids) > self.max_input_len:
+        if self.max_input_len is not None and len(ids) > self.max_input_len and not self.split:
             if not self.truncate:
                 raise NmtkitError(f"{self.name}:{index + 1}: {len(ids)} tokens, more than {self.max_input_len} "
                                   f"({self.limited_by})")
@@ -288,7 +289,7 @@ def read_inputs(loaded, features: bool = False) -> list[str]:
 
 def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: Optional[int] = 250,
                   cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None,
-                  truncate: bool = True) -> StreamSources:
+                  truncate: bool = True, split: bool = False) -> StreamSources:
     """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (truncated or,
     unless ``truncate``, refused beyond :func:`reading_limit`), feature streams made from image paths as its training
     corpus made them, or the rows of ``features``; the ``k``-th input that lines hold is read from ``names[k]``."""
@@ -296,7 +297,7 @@ def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: 
     named = dict(zip(read_inputs(loaded, features is not None), names))
     length, limited_by = reading_limit(loaded.model, max_input_len)
     sources: list[Source] = [
-        TextSource(loaded.vocabs[stream], length, named[stream], stream, limited_by, truncate)
+        TextSource(loaded.vocabs[stream], length, named[stream], stream, limited_by, truncate, split)
         if kinds[stream] == TOKENS
         else made_features(loaded, model_path, cnn_weights, named[stream], stream) if features is None
         else FeatureSource(features.features, stream, features.name)

@@ -9,6 +9,7 @@ import torch
 
 from nmtkit.data.batching import Batch, make_batch
 from nmtkit.data.vocab import Vocab
+from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.progress import warn
 from nmtkit.search.attention_file import AttentionWriter
@@ -20,6 +21,7 @@ from nmtkit.search.guides import GuidedSources
 from nmtkit.search.hypothesis import Hypothesis
 from nmtkit.search.sampling import Sampler
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
+from nmtkit.search.splitting import Splitter, joined
 
 #: what reads each line's fields into a model's inputs (several sources, an ensemble's, or they with guides: a target
 #: prefix, constraints)
@@ -138,28 +140,35 @@ class Translator:
     Exactly one result per input line, in input order: an empty line (or input) gives an empty output; a line the
     sources cannot use (invalid UTF-8, an unreadable image, the wrong number of fields) gives an empty output and
     is counted in the source's ``invalid``. ``postprocess`` turns each output text into what is written;
-    ``aligner(inputs, hypothesis)``, if given, gives each output's word alignment with its inputs.
+    ``aligner(inputs, hypothesis)``, if given, gives each output's word alignment with its inputs; ``splitter``, if
+    given, cuts a line too long for the model into pieces translated apart and joined.
     """
 
     def __init__(self, model: Seq2Seq, source: Union[Source, LineReader], tgt_vocab: Vocab, opts: SearchOptions,
                  device: torch.device, chunk_size: int = 10_000, attention_out: Optional[AttentionWriter] = None,
-                 postprocess: Optional[PostProcess] = None, aligner: Optional[Callable[[Inputs, Hypothesis], str]] = None):
+                 postprocess: Optional[PostProcess] = None, aligner: Optional[Callable[[Inputs, Hypothesis], str]] = None,
+                 splitter: Optional[Splitter] = None):
         self.model, self.source, self.tgt_vocab = model, source, tgt_vocab
         self.inputs = source if isinstance(source, READERS) else StreamSources([source])
         self.opts = replace(opts, attention=True) if attention_out or aligner else opts
         self.device, self.chunk_size, self.attention_out = device, chunk_size, attention_out
-        self.postprocess, self.aligner = postprocess, aligner
+        self.postprocess, self.aligner, self.splitter = postprocess, aligner, splitter
+        if splitter and (attention_out or aligner):
+            raise NmtkitError("--split-long: a line's pieces are translated apart; their attention is not joined "
+                              "(no --attention-out or --alignments)", exit_code=2)
 
     def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
         time."""
-        chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]] = []
+        chunk: list[tuple[int, Sequence[bytes], Optional[list[Inputs]]]] = []
         size = min(self.chunk_size, self.inputs.chunk_size or self.chunk_size)
         self.cut: set[int] = set()  # the lines whose inputs were truncated
         for index, line in enumerate(lines):
             fields = fields_of(line)
             before = self.inputs.truncated
-            chunk.append((index, fields, self.inputs.read(index, fields)))
+            inputs = self.inputs.read(index, fields)
+            chunk.append((index, fields, None if inputs is None else self.splitter(inputs) if self.splitter
+                          else [inputs]))
             if self.inputs.truncated > before:
                 self.cut.add(index)
             if len(chunk) >= size:
@@ -167,13 +176,21 @@ class Translator:
                 chunk = []
         yield from self._run(chunk, on_batch)
 
-    def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[Inputs]]], on_batch) -> Iterator[LineResult]:
-        self.inputs.finish([inputs for _, _, inputs in chunk])
+    def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[list[Inputs]]]], on_batch) -> Iterator[LineResult]:
+        read: list[Optional[Inputs]] = []
+        for _, _, parts in chunk:
+            read.extend(parts if parts is not None else [None])
+        self.inputs.finish(read)
         optional = getattr(self.inputs, "optional", ())  # (streams that may be empty: a target prefix)
-        todo = [(i, inputs) for i, _, inputs in chunk
-                if inputs is not None and all(len(item) for stream, item in inputs.items() if stream not in optional)]
-        hyps = translate_inputs(self.model, [inputs for _, inputs in todo], self.opts, self.device, on_batch)
-        by_index = {i: (inputs, h) for (i, inputs), h in zip(todo, hyps)}
+        todo = [(i, parts) for i, _, parts in chunk if parts is not None
+                and all(len(item) for stream, item in parts[0].items() if stream not in optional)]
+        hyps = iter(translate_inputs(self.model, [inputs for _, parts in todo for inputs in parts], self.opts,
+                                     self.device, on_batch))
+        by_index = {}
+        for i, parts in todo:  # (a line cut into pieces: their hypotheses joined)
+            found = [next(hyps) for _ in parts]
+            by_index[i] = (parts[0], found[0] if len(parts) == 1 else joined(found, self.opts.length_penalty),
+                           len(parts))
         for index, fields, _ in chunk:
             if index not in by_index:
                 if self.attention_out:
@@ -181,7 +198,7 @@ class Translator:
                 n = self.opts.n_best  # n-best: N entries each
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None)
                 continue
-            inputs, nbest = by_index[index]
+            inputs, nbest, pieces = by_index[index]
             if CONSTRAINTS in inputs:
                 self._check_constraints(index, inputs[CONSTRAINTS], nbest[0])
             if self.attention_out:
@@ -190,7 +207,7 @@ class Translator:
             if self.postprocess:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
-                             [len(h.tokens) + 1 for h in nbest],
+                             [len(h.tokens) + pieces for h in nbest],
                              [self.aligner(inputs, h) for h in nbest] if self.aligner else None, index in self.cut)
 
     def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:

@@ -596,3 +596,16 @@ def test_json_output_marks_a_truncated_line(trained_ckpt):
     lines = [json.loads(row) for row in r.stdout.splitlines()]
     assert "truncated" not in lines[0] and lines[1]["truncated"] is True
     assert "<stdin>:2: 3 tokens, truncated to 2 (--max-input-len)" in r.stderr
+
+
+def test_split_long_translates_a_long_line_in_pieces_and_loses_no_words(trained_ckpt):
+    line = "seven hundred forty-two thousand one"
+    r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "--split-long", "--output-format", "json"],
+            input=f"{line}\none\n")
+    out = [json.loads(row) for row in r.stdout.splitlines()]
+    pieces = run(["translate", "-m", trained_ckpt], input="seven hundred\nforty-two thousand\none\n").stdout.splitlines()
+    assert out[0]["outputs"][0]["text"] == " ".join(pieces) and "truncated" not in out[0]
+    assert out[0]["outputs"][0]["tokens"] == len(" ".join(pieces).split()) + 3  # one </s> a piece
+    assert out[1]["outputs"][0]["text"] == pieces[2] and "truncated" not in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--split-long", "--alignments", "x"], input="one\n", ok=False)
+    assert r.exit_code == 2 and "--split-long: a line's pieces are translated apart" in r.stderr

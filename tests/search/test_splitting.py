@@ -1,0 +1,28 @@
+"""Long inputs split at sentence ends: where sentences end, how pieces are packed, and one line's pieces joined."""
+import pytest
+
+from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.splitting import joined, pieces, sentence_ends
+
+
+def test_sentences_end_at_final_punctuation_before_a_new_word():
+    spm = ["\u2581Click", "\u2581OK", ".", "\u2581Then", "\u2581v.", "1", "\u2581save", "!", "\u2581Done", "?"]
+    assert sentence_ends(spm) == [3, 8, 10]  # "v." followed by "1" continues its word
+    assert sentence_ends(["one", ".", "two", "?", "three"]) == [2, 4]  # a word vocabulary: every token a word
+
+
+def test_pieces_pack_whole_sentences_and_cut_one_longer_than_the_limit():
+    ids = list(range(10))
+    assert pieces(ids, [3, 5, 10], limit=5) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert pieces(ids, [2, 4, 6], limit=5) == [[0, 1, 2, 3], [4, 5], [6, 7, 8, 9]]
+    assert pieces(ids, [], limit=4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert sum(pieces(ids, [7], limit=3), []) == ids  # no token lost
+
+
+def test_a_line_s_outputs_join_its_pieces_in_order():
+    a = [Hypothesis([5, 6], -1.0, 0.0), Hypothesis([7], -2.0, 0.0)]
+    b = [Hypothesis([8], -0.5, 0.0)]
+    first, second = joined([a, b], length_penalty=1.0)
+    assert first.tokens == [5, 6, 8] and first.logprob == -1.5 and first.score == pytest.approx(-1.5 / 5)
+    assert second.tokens == [7, 8] and second.logprob == -2.5  # the second piece has one: its best again
+    assert joined([a, b], length_penalty=0.0)[0].score == -1.5
