@@ -103,9 +103,10 @@ class DecodeSettings:
         for name, given in (("--prefix-file", self.prefix), ("--constraints", self.constraints)):
             if given and self.shortlist:
                 raise NmtkitError(f"{name}: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
-        if self.split_long and (self.prefix or self.constraints or self.alignments or self.replace_unk):
+        if self.split_long and (self.prefix or self.constraints or self.alignments or self.replace_unk
+                                or self.attention):
             raise NmtkitError("--split-long: a line's pieces are translated apart, so they take no --prefix-file, "
-                              "--constraints, --alignments or --replace-unk", exit_code=2)
+                              "--constraints, --alignments, --replace-unk or --attention-out", exit_code=2)
         if self.constraints and self.sampling:
             raise NmtkitError("--constraints: a constrained beam search, not --sampling", exit_code=2)
 
