@@ -84,7 +84,7 @@ class GuidedSources:
     def read(self, index: int, line: Line) -> Optional[Inputs]:
         """Line ``index`` (from 0) as the model's inputs and its guides, or None."""
         fields, guides = fields_of(line), len(self.guides)
-        if len(fields) != len(self.fields):  # (the inputs' own sources check their fields)
+        if len(fields) <= guides:  # (the inputs' own sources check their fields, the guides' are the last ones)
             self.wrong_fields.append(index + 1)
             warn(f"{self.name}:{index + 1}: {len(fields)} field(s), expected {len(self.fields)} "
                  f"({', '.join(self.fields)}); writing an empty line")

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from nmtkit.data.vgg import VGG16Features
+from nmtkit.inference import load_model
 from tests.conftest import run
 from tests.data.test_captions import write_features, write_images
 
@@ -42,6 +43,18 @@ def test_one_caption_per_line_with_empty_and_unreadable_images(captioner, tmp_pa
         weights = sentence["attention/source"][()]
         assert weights.shape == (len(out[0].split()) + 1, 4)
         assert abs(weights.sum(1) - 1).max() < 1e-5
+
+
+def test_captions_take_a_prefix_and_constraints(captioner, tmp_path):
+    images = (captioner / "corpus" / "test.images").read_text().split()[:2]
+    model = captioner / "run" / "best.pt"
+    word = load_model(model).tgt_vocab.id_to_token([4])[0]  # the most frequent caption word
+    (tmp_path / "prefix").write_text(f"{word} {word}\n\n")
+    (tmp_path / "constraints").write_text(f'["{word} {word} {word}"]\n[]\n')
+    r = run(["caption", "-m", model, "--prefix-file", tmp_path / "prefix", "--constraints", tmp_path / "constraints"],
+            input="\n".join(images) + "\n")
+    first = r.stdout.split("\n")[0]
+    assert first.startswith(f"{word} {word}") and f"{word} {word} {word}" in first
 
 
 def test_an_ensemble_of_two_copies_captions_as_one_model(captioner):
@@ -156,6 +169,9 @@ def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
     model = tmp_path / "run" / "last.pt"
     out = run(["caption", "-m", model, "--features", tmp_path / "test.npy", "--attention-out", tmp_path / "a.h5"])
     assert len(out.stdout.split("\n")) == 3  # two rows, two lines
+    (tmp_path / "prefix").write_text("a\n\n")
+    prefixed = run(["caption", "-m", model, "--features", tmp_path / "test.npy", "--prefix-file", tmp_path / "prefix"])
+    assert prefixed.stdout.split("\n")[0].split()[:1] == ["a"] and len(prefixed.stdout.split("\n")) == 3
     with h5py.File(tmp_path / "a.h5") as f:
         assert [t.decode() for t in f["sentences/1/src_tokens"][()]] == ["r0c0", "r0c1", "r1c0", "r1c1"]
     r = run(["caption", "-m", model], input=str(tmp_path / "img0.png") + "\n", ok=False)
