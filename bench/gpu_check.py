@@ -176,8 +176,9 @@ def summary(out: str) -> None:
         if rates:
             lines.append(f"{rates['flop_per_token'] / 1e6:,.1f} MFLOP per target token (forward and backward); matrix "
                          f"multiply {rates['matmul_flops'] / 1e12:.1f} TFLOP/s in {rates['dtype']}")
-        for mode in ("greedy", "beam5"):
-            lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
+        if not base.name.endswith("+compile"):  # (a compiled run's model decodes as the plain run's)
+            for mode in ("greedy", "beam5"):
+                lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
     (root / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if failed or any("FAILED" in line for line in lines):

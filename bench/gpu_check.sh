@@ -14,8 +14,10 @@
 #   {train,dev,test}.{en,de} for step 2, with SPM its SentencePiece model, e.g. ../shared/bench/lo-ende-sp8k's
 #   files; default the numbers corpus of `nmtkit demo-corpus`, PAIRS pairs, default 100000: about 90 updates an
 #   epoch, so that 200 updates reach epoch 3; word vocabulary),
-#   ARCHS (default every registered architecture), BASE_ARCHS (default transformer bitatt-transformer), TINY=1 (small
-#   models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit status 1 if any step failed.
+#   ARCHS (default every registered architecture), BASE_ARCHS (default transformer bitatt-transformer), COMPILE=1 (the
+#   Transformer base once more with train --compile, as "transformer+compile": its tok/s per window against the plain
+#   run's; a few minutes more), TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit
+#   status 1 if any step failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -70,21 +72,26 @@ else
 fi
 nmtkit preprocess --train "$text/train" --valid "$text/$valid" --test "$text/test" --src en --tgt de "${vocab[@]}" \
   --max-len 100 -o "$out/text.data" 2> "$logs/text.preprocess.log"
-for arch in ${BASE_ARCHS:-transformer bitatt-transformer}; do
-  run=$out/base/$arch
-  if nmtkit train --data "$out/text.data" --arch "$arch" "${base[@]}" --share-embeddings --tie-embeddings \
+base_archs=${BASE_ARCHS:-transformer bitatt-transformer}
+[ "${COMPILE:-0}" = 1 ] && base_archs="$base_archs transformer+compile"
+for name in $base_archs; do
+  arch=${name%+compile} run=$out/base/$name compiled=()
+  [ "$arch" != "$name" ] && compiled=(--compile)
+  if nmtkit train --data "$out/text.data" --arch "$arch" "${base[@]}" ${compiled[@]+"${compiled[@]}"} \
+       --share-embeddings --tie-embeddings \
        --label-smoothing 0.1 --batch-type tokens --batch-size "$base_batch" --optimizer adam --lr 0.0007 \
        --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
        --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
        --valid-max-sentences 50 --save-every 0 \
-       --save-dir "$run" 2> "$logs/$arch.base.train.log"; then
-    helper rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" > "$out/base/$arch.rate.json" \
-      2> "$logs/$arch.rate.log" || rm -f "$out/base/$arch.rate.json"
+       --save-dir "$run" 2> "$logs/$name.base.train.log"; then
+    helper rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" > "$out/base/$name.rate.json" \
+      2> "$logs/$name.rate.log" || rm -f "$out/base/$name.rate.json"
+    [ ${#compiled[@]} -gt 0 ] && continue  # (the same model decodes as the plain run's)
     for mode in greedy beam5; do
       search=(--greedy); [ "$mode" = beam5 ] && search=(--beam 5)
       nmtkit translate -m "$run/last.pt" "${search[@]}" --device "$device" --batch-size 64 -i "$text/test.en" \
-        -o "$run.test.$mode.de" 2> "$logs/$arch.$mode.log" || true
+        -o "$run.test.$mode.de" 2> "$logs/$name.$mode.log" || true
     done
   fi
-  echo "$arch done" >&2
+  echo "$name done" >&2
 done

@@ -69,6 +69,8 @@ TRAIN_OPTIONS = [
     Option("device", "auto", "cpu, cuda, cuda:N, mps, or auto (a GPU if there is one)", allows=DEVICE),
     Option("amp", False, "automatic mixed precision (bfloat16 on GPUs that have it, else float16 with loss scaling; "
                          "bfloat16 on CPUs that have it natively, else float32 with a warning)"),
+    Option("compile", False, "compile the training forward pass with torch.compile (minutes of compiling first; "
+                             "worth it only where measured: bench/gpu_check.sh times it on GPUs)"),
     Option("threads", 0, "CPU threads for PyTorch (0: PyTorch's default)", allows=THREADS),
     Option("dist_timeout", 300.0, "seconds to wait for all torchrun processes to join before giving up",
            allows=Range(0, 7 * 24 * 3600, low_open=True)),

@@ -113,6 +113,8 @@ class Trainer:
         if self.dist.enabled:
             self.net = nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        if config["compile"]:  # the forward pass compiled; the model (its state, checkpoints) stays as it is
+            self.net = torch.compile(self.net, dynamic=True)
         self.batches = TrainingBatches(self.corpus.shard_paths("train"), config["batch_size"],
                                        config["batch_type"] == "tokens", config["seed"], self.dist.rank,
                                        self.dist.world_size, config["max_len"],

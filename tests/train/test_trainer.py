@@ -288,3 +288,22 @@ def test_a_run_over_many_small_shards_resumes_exactly_across_their_boundaries(re
     Trainer(stopped, resume=True).train()
     once, twice = _losses(tmp_path / "once" / "train.jsonl"), _losses(tmp_path / "twice" / "train.jsonl")
     assert sorted(once) == list(range(1, 121)) and twice == once
+
+
+def test_compile_runs_the_forward_pass_through_torch_compile_and_saves_the_plain_model(reverse_corpus, tmp_path,
+                                                                                         monkeypatch):
+    compiled = []
+
+    def fake_compile(module, **options):  # (torch.compile itself takes minutes on a CPU: bench/gpu_check.sh times it)
+        def forward(batch):
+            compiled.append(options)
+            return module(batch)
+        return forward
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=3, valid_every=3,
+                             compile=True))
+    trainer.train()
+    assert len(compiled) == 3 and compiled[0] == {"dynamic": True}
+    saved = torch.load(tmp_path / "last.pt", weights_only=True)["model"]
+    assert saved.keys() == trainer.model.state_dict().keys() and not any("_orig_mod" in k for k in saved)
