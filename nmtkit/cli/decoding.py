@@ -32,7 +32,7 @@ DECODING_OPTIONS = [
     click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
     click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)"),
     click.option("--n-best", type=Checked(int, BEAM), default=1, show_default=True,
-                 help="write the K best: 'LINE ||| TEXT ||| SCORE' lines"),
+                 help="write the K best: 'LINE ||| TEXT ||| SCORE ||| logprob=L confidence=C' lines"),
     click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
                  help="text: one translation a line (--n-best: 'LINE ||| TEXT ||| SCORE ||| FEATURES' lines); json: "
                       "one JSON object a line, the line's n-best outputs with their scores and confidence"),
