@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import subprocess
@@ -64,8 +65,16 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("error: serve did not start in 120 s")
 
 
-def phase(url: str, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
-    """``clients`` threads sending every line once, one line a request; what they measured."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
+    """``clients`` threads sending every line once, one line a request; what they measured, with the server's
+    batches (mean lines per batch, the fraction of the time its worker spent decoding) and the CPU seconds that
+    the server and the clients used."""
     todo = list(range(len(lines)))[::-1]
     lock = threading.Lock()
     latencies: list[float] = []
@@ -96,6 +105,7 @@ def phase(url: str, lines: list[str], expected: list[str], clients: int, time_li
                         if text != expected[i]:  # another line's answer, or this line's decoded otherwise
                             counts["mixed_up" if text in outputs else "differs"] += 1
 
+    before, server_cpu, client_cpu = httpx.get(f"{url}/health").json(), cpu_seconds(server_pid), time.process_time()
     start = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -103,9 +113,15 @@ def phase(url: str, lines: list[str], expected: list[str], clients: int, time_li
     for t in threads:
         t.join()
     seconds = time.perf_counter() - start
+    after = httpx.get(f"{url}/health").json()
+    batches = max(1, after["batches"] - before["batches"])
     return {"clients": clients, **counts, "unsent": len(todo), "seconds": round(seconds, 2),
             "sentences_per_s": round(counts["answered"] / seconds, 2),
-            "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1)}
+            "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1),
+            "mean_batch": round((after["lines"] - before["lines"]) / batches, 2),
+            "decoding": round((after["decoding_s"] - before["decoding_s"]) / seconds, 3),
+            "server_cpu_s": round(cpu_seconds(server_pid) - server_cpu, 2),
+            "client_cpu_s": round(time.process_time() - client_cpu, 2)}
 
 
 def main() -> None:
@@ -128,19 +144,21 @@ def main() -> None:
         expected, translate_speed = translate_reference(args, lines, work)
         server, url = start_server(args, work / "serve.log")
         try:
-            phases = [phase(url, lines, expected, int(c), args.time_limit) for c in args.clients.split(",")]
+            phases = [phase(url, server.pid, lines, expected, int(c), args.time_limit) for c in args.clients.split(",")]
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
     print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads; translate (batch 32): "
           f"{translate_speed:.1f} sentences/s")
     print(f"{'clients':>7} {'sent/s':>8} {'vs translate':>12} {'p50 ms':>8} {'p99 ms':>8} {'answered':>8} "
-          f"{'mixed up':>8} {'differs':>7} {'errors':>6} {'unsent':>6}")
+          f"{'mixed up':>8} {'differs':>7} {'errors':>6} {'unsent':>6} {'batch':>5} {'decoding':>8} "
+          f"{'server cpu':>10} {'client cpu':>10}")
     for p in phases:
         p["vs_translate"] = round(p["sentences_per_s"] / translate_speed, 3)
         print(f"{p['clients']:>7} {p['sentences_per_s']:>8.1f} {p['vs_translate']:>12.2f} {p['p50_ms']:>8.1f} "
               f"{p['p99_ms']:>8.1f} {p['answered']:>8} {p['mixed_up']:>8} {p['differs']:>7} {p['errors']:>6} "
-              f"{p['unsent']:>6}")
+              f"{p['unsent']:>6} {p['mean_batch']:>5.1f} {p['decoding']:>8.0%} {p['server_cpu_s']:>9.1f}s "
+              f"{p['client_cpu_s']:>9.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps({"sentences": len(lines), "beam": args.beam, "threads": args.threads,
                                                "max_batch": args.max_batch, "max_wait_ms": args.max_wait_ms,

@@ -86,7 +86,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
                                   max_len_b=max_len_b, max_input_len=max_input_len, batch_size=max_batch,
                                   device=device, precision=precision, threads=threads, prefix=True,
                                   constraints=True)
-        decoders[name] = Decoder(settings, name=f"request ({name})")
+        decoders[name] = Decoder(settings, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
     app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms))
     uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=None)

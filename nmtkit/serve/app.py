@@ -109,8 +109,10 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
 
     @app.get("/health")
     async def health() -> dict:
-        """Whether the server is up, and how busy."""
-        return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight}
+        """Whether the server is up, and how busy: requests waiting and in flight, and since it started, the batches
+        decoded, their lines and the seconds spent decoding them."""
+        return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight,
+                "batches": batcher.batches, "lines": batcher.lines, "decoding_s": round(batcher.decoding_s, 3)}
 
     @app.get("/models")
     async def models() -> dict:

@@ -48,6 +48,8 @@ class Batcher:
         self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
         self.thread = threading.Thread(target=self._work, name="nmtkit-batcher", daemon=True)
         self.in_flight = 0  #: jobs submitted and not done
+        self.batches = self.lines = 0  #: batches decoded so far, and their lines
+        self.decoding_s = 0.0  #: seconds spent decoding them (against the time up: how busy the worker is)
         self._lock = threading.Lock()
 
     def start(self) -> "Batcher":
@@ -101,12 +103,15 @@ class Batcher:
 
     def _run(self, batch: list[Job], count: int) -> None:
         """Decode a batch's lines together and hand each job its own results (or the error)."""
+        start = time.perf_counter()
         try:
             results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
         except Exception as e:  # every job of the batch gets the error (the log its traceback); the worker goes on
             logging.getLogger("nmtkit.serve").exception("decoding a batch of %d lines failed", count)
             results = None
             error: Exception = e
+        self.batches, self.lines = self.batches + 1, self.lines + count
+        self.decoding_s += time.perf_counter() - start
         start = 0
         for job in batch:
             job.batched_with = count

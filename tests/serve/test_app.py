@@ -135,7 +135,12 @@ def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
 
 
 def test_health_models_page_and_api_docs(url):
-    assert httpx.get(f"{url}/health").json() == {"status": "ok", "waiting": 0, "in_flight": 0}
+    before = httpx.get(f"{url}/health").json()
+    assert {k: before[k] for k in ("status", "waiting", "in_flight")} == {"status": "ok", "waiting": 0, "in_flight": 0}
+    assert httpx.post(f"{url}/translate", json={"text": ["a b", "c"]}).status_code == 200
+    after = httpx.get(f"{url}/health").json()
+    assert (after["batches"] - before["batches"], after["lines"] - before["lines"]) == (1, 2)
+    assert after["decoding_s"] > before["decoding_s"]
     models = httpx.get(f"{url}/models").json()["models"]
     assert [(m["name"], m["arch"], m["default"], m["beam"]) for m in models] == \
         [("tiny", "rnnsearch", True, 3), ("other", "rnnsearch", False, 3)]

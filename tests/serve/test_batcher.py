@@ -54,6 +54,7 @@ def test_jobs_arriving_together_share_a_batch_and_get_their_own_lines_in_order()
     assert [[r.texts[0] for r in got[0]] for _, got, _ in jobs] == [["X1", "X2"], ["Y1"], ["Z1", "Z2", "Z3"]]
     assert [[r.index for r in got[0]] for _, got, _ in jobs] == [[0, 1], [0], [0, 1, 2]]
     assert all(j.batched_with == 6 for j, _, _ in jobs) and batcher.in_flight == 0
+    assert (batcher.batches, batcher.lines) == (2, 7) and batcher.decoding_s > 0  # ("first", then the three)
     batcher.stop(10)
 
 
