@@ -71,9 +71,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
     in flight. See docs/serve.md.
     """
     try:
-        import uvicorn
-
-        from nmtkit.serve.app import Limits, make_app
+        from nmtkit.serve.app import Limits, make_app, serve
     except ImportError as e:
         raise NmtkitError(f"serve needs FastAPI and uvicorn: pip install 'nmtkit[serve]' ({e})", exit_code=2) from None
     from nmtkit.decoding import Decoder, DecodeSettings
@@ -88,5 +86,5 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
                                   constraints=True)
         decoders[name] = Decoder(settings, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
-    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms))
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=None)
+    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms), worker_thread=False)
+    serve(app, host, port)

@@ -8,11 +8,14 @@ that is wrong (named), 413 for too many lines or characters, 503 when the queue 
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Hashable, Optional, Sequence, Union, cast
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -70,8 +73,10 @@ def line_results(results: Sequence[LineResult]) -> list[dict]:
     return [{"outputs": result.outputs(), **({"truncated": True} if result.truncated else {})} for result in results]
 
 
-def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI:
-    """The application serving ``decoders`` by name (the first is the default)."""
+def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thread: bool = True) -> FastAPI:
+    """The application serving ``decoders`` by name (the first is the default); its batcher
+    (``app.state.batcher``) decodes in a thread of its own from startup to shutdown, or, without ``worker_thread``,
+    in the thread that calls its ``run`` (see :func:`serve`)."""
     default = next(iter(decoders))
 
     def decode(key: Hashable, lines) -> list[LineResult]:
@@ -84,7 +89,8 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        batcher.start()
+        if worker_thread:
+            batcher.start()
         yield
         await asyncio.get_running_loop().run_in_executor(None, batcher.stop)  # the requests in flight finish
 
@@ -168,3 +174,38 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits()) -> FastAPI
         return resources.files("nmtkit.serve").joinpath("page.html").read_text(encoding="utf-8")
 
     return app
+
+
+def serve(app: FastAPI, host: str, port: int) -> None:
+    """Serve ``app`` (made without a worker thread) until SIGINT or SIGTERM: HTTP in a thread, and decoding on the
+    calling thread, which must be the main one. PyTorch's CPU operations parallelised over several threads take
+    several times longer when called from a thread other than the main one (each wakes its OpenMP team: 70 µs
+    against 7 µs for a small one, bench/README.md), so the main thread decodes. A signal stops taking requests;
+    those in flight are answered, then this returns. A one-line error where the server could not start."""
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
+                                           timeout_graceful_shutdown=None))
+    batcher = app.state.batcher
+
+    def http() -> None:
+        try:
+            server.run()
+        except SystemExit:  # (uvicorn's way of saying it could not start: told below)
+            pass
+        finally:
+            batcher.stop(0)
+
+    def stop(signum, frame) -> None:  # (a second signal: stop without waiting for the requests in flight)
+        server.force_exit = server.should_exit
+        server.should_exit = True
+
+    handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    thread = threading.Thread(target=http, name="nmtkit-http")
+    try:
+        thread.start()
+        batcher.run()
+        thread.join()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if not server.started:
+        raise NmtkitError(f"--host/--port: could not serve on {host}:{port} (the log above says why)")

@@ -4,7 +4,9 @@ Requests become :class:`Job` s in a bounded queue; one worker thread takes the o
 ``max_wait`` seconds gathers the jobs that can share its batch (the same model and search settings, ``max_batch``
 lines in all), decodes their lines as one sequence (sorted by length inside the decoder) and gives each job its own
 results, in order. Jobs of other settings met meanwhile wait for the next round, in their order of arrival. One
-thread decodes, so the models never run concurrently with themselves.
+thread decodes, so the models never run concurrently with themselves: a thread of its own (:meth:`Batcher.start`),
+or the caller's (:meth:`Batcher.run`; ``nmtkit serve`` decodes on the main thread, where PyTorch's CPU operations
+run several times faster than from a thread it started: see :func:`nmtkit.serve.app.serve`).
 """
 from __future__ import annotations
 
@@ -46,15 +48,25 @@ class Batcher:
         self.decode, self.max_batch, self.max_wait = decode, max_batch, max_wait
         self.jobs: queue.Queue[Optional[Job]] = queue.Queue(queue_size)
         self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
-        self.thread = threading.Thread(target=self._work, name="nmtkit-batcher", daemon=True)
+        self.thread: Optional[threading.Thread] = None  #: the worker's own thread, if :meth:`start` made one
+        self.finished = threading.Event()  #: set when the worker has ended
         self.in_flight = 0  #: jobs submitted and not done
         self.batches = self.lines = 0  #: batches decoded so far, and their lines
         self.decoding_s = 0.0  #: seconds spent decoding them (against the time up: how busy the worker is)
         self._lock = threading.Lock()
 
     def start(self) -> "Batcher":
+        """Decode in a thread of the batcher's own."""
+        self.thread = threading.Thread(target=self.run, name="nmtkit-batcher", daemon=True)
         self.thread.start()
         return self
+
+    def run(self) -> None:
+        """Decode in the calling thread until :meth:`stop`."""
+        try:
+            self._work()
+        finally:
+            self.finished.set()
 
     def submit(self, job: Job) -> None:
         """Queue ``job``, or raise :class:`Full`."""
@@ -66,9 +78,9 @@ class Batcher:
             self.in_flight += 1
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Finish every job submitted so far, then end the worker."""
+        """Finish every job submitted so far, then end the worker; waits for it up to ``timeout`` seconds."""
         self.jobs.put(None)
-        self.thread.join(timeout)
+        self.finished.wait(timeout)
 
     def _next(self, timeout: Optional[float]) -> Optional[Job]:
         """The next job, held ones first; raises queue.Empty after ``timeout`` seconds (None: wait)."""
@@ -85,8 +97,9 @@ class Batcher:
                 continue
             batch, count = [first], len(first.lines)
             deadline = time.monotonic() + self.max_wait
-            later: list[Job] = []
+            passed: tuple[list[Job], list[Job]] = ([], [])  # jobs that may not share the batch: held, queued
             while count < self.max_batch and not stopping:
+                was_held = bool(self.held)
                 try:
                     job = self._next(deadline - time.monotonic())
                 except queue.Empty:
@@ -97,8 +110,10 @@ class Batcher:
                     batch.append(job)
                     count += len(job.lines)
                 else:
-                    later.append(job)
-            self.held.extend(later)  # (held jobs were taken first, so order is kept)
+                    passed[not was_held].append(job)
+            # passed held jobs are older than the ones still held, passed queued ones younger
+            self.held.extendleft(reversed(passed[0]))
+            self.held.extend(passed[1])
             self._run(batch, count)
 
     def _run(self, batch: list[Job], count: int) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +16,9 @@ import pytest
 import uvicorn
 
 from nmtkit.decoding import Decoder, DecodeSettings
+from nmtkit.errors import NmtkitError
 from nmtkit.search.translator import LineResult
-from nmtkit.serve.app import Limits, line_results, make_app
+from nmtkit.serve.app import Limits, line_results, make_app, serve
 from tests.conftest import run
 
 LINES = ["forty-two", "", "seven hundred", "one"]
@@ -190,3 +193,37 @@ def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shut
     assert [a.status_code for a in answers] == [200, 200]
     assert [a.json()["translations"][0]["outputs"][0]["text"] for a in answers] == \
         [r.texts[0] for r in decoder.translate_texts(["one", "forty-two"])]
+
+
+def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_are_answered(decoder):
+    app = make_app({"tiny": decoder}, worker_thread=False)
+    batcher, decoded_on = app.state.batcher, []
+    decode = batcher.decode
+    batcher.decode = lambda key, lines: decoded_on.append(threading.current_thread()) or decode(key, lines)
+    port, answers = free_port(), []
+
+    def client() -> None:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            while True:
+                try:
+                    http.get("/health")
+                    break
+                except httpx.TransportError:
+                    threading.Event().wait(0.05)
+            answers.append(http.post("/translate", json={"text": ["one"]}))
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    handler = signal.getsignal(signal.SIGTERM)
+    threading.Thread(target=client).start()
+    serve(app, "127.0.0.1", port)  # (returns on the signal)
+    assert answers[0].status_code == 200 and decoded_on == [threading.main_thread()]
+    assert signal.getsignal(signal.SIGTERM) is handler and batcher.finished.is_set()
+
+
+def test_serve_names_the_address_it_cannot_listen_on(decoder):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(NmtkitError, match=f"--host/--port: could not serve on 127.0.0.1:{port}"):
+            serve(make_app({"tiny": decoder}, worker_thread=False), "127.0.0.1", port)

@@ -68,6 +68,28 @@ def test_a_batch_holds_one_settings_and_at_most_max_batch_lines_others_wait_in_o
     batcher.stop(10)
 
 
+def test_jobs_passed_over_twice_keep_their_order_of_arrival():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=2, max_wait=0.05).start()
+    jobs = [job(["a1"]), job(["b1"], key="b"), job(["c1"], key="c"), job(["b2"], key="b"), job(["d1"], key="d"),
+            job(["a2"])]
+    submit_while_held(batcher, recorder, jobs)  # a1+a2 first; then b1, c1 and b2 held: b1+b2 pass c1 by
+    assert recorder.calls[1:] == [("a", [b"a1", b"a2"]), ("b", [b"b1", b"b2"]), ("c", [b"c1"]), ("d", [b"d1"])]
+    batcher.stop(10)
+
+
+def test_the_worker_can_run_in_the_calling_thread_until_stopped():
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=4, max_wait=0.01)
+    threads: list = []
+    batcher.decode = lambda key, lines: threads.append(threading.current_thread()) or recorder(key, lines)
+    j, got, done = job(["x"])
+    batcher.submit(j)
+    threading.Timer(0.2, batcher.stop).start()
+    batcher.run()  # returns once stopped, every job done
+    assert threads == [threading.current_thread()] and got[0][0].texts == ["X"] and batcher.finished.is_set()
+
+
 def test_a_failed_batch_fails_its_jobs_only_and_the_worker_goes_on():
     recorder = Recorder()
     batcher = Batcher(recorder, max_batch=4, max_wait=0.05).start()
