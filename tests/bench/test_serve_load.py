@@ -18,4 +18,5 @@ def test_the_load_test_answers_every_sentence_of_every_phase(trained_ckpt, text_
     for p in figures["phases"]:
         assert (p["answered"], p["mixed_up"], p["errors"], p["unsent"]) == (12, 0, 0, 0)
         assert p["sentences_per_s"] > 0 and 0 < p["p50_ms"] <= p["p99_ms"] and p["vs_translate"] > 0
+        assert 1 <= p["mean_batch"] <= p["clients"] and 0 < p["decoding"] <= 1 and p["server_cpu_s"] > 0
     assert "translate (batch 32)" in r.stdout and "vs translate" in r.stdout
