@@ -179,8 +179,8 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
 def serve(app: FastAPI, host: str, port: int) -> None:
     """Serve ``app`` (made without a worker thread) until SIGINT or SIGTERM: HTTP in a thread, and decoding on the
     calling thread, which must be the main one. PyTorch's CPU operations parallelised over several threads take
-    several times longer when called from a thread other than the main one (each wakes its OpenMP team: 70 µs
-    against 7 µs for a small one, bench/README.md), so the main thread decodes. A signal stops taking requests;
+    several times longer when called from a thread other than the main one (each wakes its OpenMP team: about
+    75 µs against 5-16 µs for a small one, bench/README.md), so the main thread decodes. A signal stops taking requests;
     those in flight are answered, then this returns. A one-line error where the server could not start."""
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
                                            timeout_graceful_shutdown=None))

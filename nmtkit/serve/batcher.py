@@ -118,7 +118,7 @@ class Batcher:
 
     def _run(self, batch: list[Job], count: int) -> None:
         """Decode a batch's lines together and hand each job its own results (or the error)."""
-        start = time.perf_counter()
+        began = time.perf_counter()
         try:
             results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
         except Exception as e:  # every job of the batch gets the error (the log its traceback); the worker goes on
@@ -126,7 +126,7 @@ class Batcher:
             results = None
             error: Exception = e
         self.batches, self.lines = self.batches + 1, self.lines + count
-        self.decoding_s += time.perf_counter() - start
+        self.decoding_s += time.perf_counter() - began
         start = 0
         for job in batch:
             job.batched_with = count
