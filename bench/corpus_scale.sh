@@ -6,7 +6,7 @@
 #               training pairs repeated up to N pairs, copy k with " k" ending both sides (numbered variants, so
 #               the text is not one block repeated); then `nmtkit preprocess` of it (spm:8000 trained on
 #               --spm-sample 1,000,000 lines, --max-len 80, shards of 100,000 pairs): wall time, pairs/s, peak
-#               memory, shards. The text and corpus of each N are removed after it (10M pairs: about 4 GB).
+#               memory, shards. The text and corpus of each N are cleared after it (10M pairs: about 4 GB).
 #   train:      an rnnsearch of ../shared/bench/PEERS.md, TRAIN_STEPS (default 300) updates, 2 threads, on TRAIN_PAIRS
 #               (default 1,000,000) pairs made as above in 100 shards, and on LibreOffice help en-de itself (1 shard
 #               of 29,890): peak memory of each, and the padding share of an epoch's batches of the first
@@ -71,7 +71,7 @@ kept = sum(shard["sentences"] for shard in shards)
 print(f"  {n:,} pairs in {seconds:.0f} s: {n / seconds:,.0f} pairs/s; {kept:,} kept in {len(shards)} shards")
 print("  " + next(line for line in log.splitlines() if line.startswith("train:")))
 EOF
-    rm -rf "$work/$n"
+    fresh "$work/$n"  # (emptied: 10M pairs take about 4 GB)
   done ;;
 train)
   n=${TRAIN_PAIRS:-1000000} steps=${TRAIN_STEPS:-300}
