@@ -18,6 +18,9 @@ that joins the distribution as one more item with its own energy (projection U^(
 projection U^(ψ)_c enters the context; attending to it lets the decoder fall back on its own state. Their contexts
 live in the projection space (``att_size``), concat's have the encoders' sizes added up.
 
+A step may be told which encoders each sentence has (``present [B, N]``, training with ``encoder_dropout``): an
+absent encoder's context is zero (concat), its states get no weight (flat), or it gets no β (hierarchical).
+
 Each combination precomputes what depends only on the inputs once per sentence (:meth:`Combination.start`),
 then gives, per decoder step, the context, each encoder's weights over its states, and (flat and hierarchical)
 the distribution over the encoders and the sentinel, whose columns follow ``names`` (and ``sentinel``, last).
@@ -76,8 +79,10 @@ class Combination(nn.Module):
         """What the steps need that depends on the inputs only, by state name."""
         raise NotImplementedError
 
-    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
-        """The combined context of a step from the decoder state ``s [B, H]`` (and the sentinel vector ``[B, H]``)."""
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
+                present: Optional[torch.Tensor] = None) -> Combined:
+        """The combined context of a step from the decoder state ``s [B, H]`` (and the sentinel vector ``[B, H]``),
+        over the encoders each sentence has (``present [B, N]``; None: all)."""
         raise NotImplementedError
 
 
@@ -111,8 +116,11 @@ class ConcatCombination(Combination):
     def start(self, get: Getter) -> Tensors:
         return self.attentions.start(get)
 
-    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
+                present: Optional[torch.Tensor] = None) -> Combined:
         contexts, weights = self.attentions.contexts(s, get)
+        if present is not None:
+            contexts = {name: c * present[:, k:k + 1].to(c.dtype) for k, (name, c) in enumerate(contexts.items())}
         return torch.cat([contexts[name] for name in self.names], -1), weights, None
 
 
@@ -138,12 +146,13 @@ class JointAttention(Combination):
         """U_c x of item ``name`` (U_a x, resp. U_b x, when shared)."""
         return (self.energy if self.value is None else self.value)[name](x)
 
-    def combine(self, s: torch.Tensor, contexts: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def combine(self, s: torch.Tensor, contexts: Mapping[str, torch.Tensor],
+                present: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Σ_k β^(k) U_c^(k) c^(k) and β (Eq. 8-10) for queries ``s [..., H]`` and contexts ``[..., D_k]`` by name
-        (one decoder step ``[B, .]``, or all ``[B, T, .]``)."""
+        (one decoder step ``[B, .]``, or all ``[B, T, .]``), over the items ``present [..., K]`` says (None: all)."""
         q = self.query(s).unsqueeze(-2)
         energies = torch.stack([self.energy[n](c) for n, c in contexts.items()], -2)  # U_b^(k) c^(k)  [..., K, A]
-        beta = torch.softmax(additive_scores(energies + q, self.v), -1)  # Eq. 8-9
+        beta = masked_softmax(additive_scores(energies + q, self.v), present)  # Eq. 8-9
         values = torch.stack([self.project_value(n, c) for n, c in contexts.items()], -2)  # U_c^(k) c^(k)
         return (beta.unsqueeze(-1) * values).sum(-2), beta  # Eq. 10
 
@@ -174,9 +183,12 @@ class FlatCombination(JointAttention):
                                         for m in masks], 1)
         return out
 
-    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
+                present: Optional[torch.Tensor] = None) -> Combined:
         q = self.query(s)
         keys, mask = get("keys"), get("mask")
+        if present is not None:  # an absent encoder's states are masked too
+            mask = mask & torch.cat([present[:, k:k + 1].expand_as(get(f"mask.{n}")) for k, n in enumerate(self.names)], 1)
         scores = additive_scores(keys + q.unsqueeze(1), self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a
         if self.balance:
             scores = scores + get("offsets").to(scores.dtype)
@@ -211,13 +223,16 @@ class HierarchicalCombination(JointAttention):
     def start(self, get: Getter) -> Tensors:
         return self.attentions.start(get)
 
-    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None) -> Combined:
+    def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
+                present: Optional[torch.Tensor] = None) -> Combined:
         contexts, weights = self.attentions.contexts(s, get)
         if self.norms is not None:
             contexts = {name: self.norms[name](c) for name, c in contexts.items()}
         if sentinel is not None:
             contexts[SENTINEL] = sentinel
-        context, beta = self.combine(s, contexts)
+            if present is not None:
+                present = torch.cat([present, present.new_ones(present.size(0), 1)], 1)
+        context, beta = self.combine(s, contexts, present)
         return context, weights, beta
 
 STRATEGIES = ("concat", "flat", "hierarchical")

@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from nmtkit.config import Option
+from nmtkit.config import PROBABILITY, Option
 from nmtkit.data.batching import Batch
 from nmtkit.data.streams import TOKENS, CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
@@ -31,6 +31,8 @@ from nmtkit.models.rnn_decoder import RNNDecoder, RNNDecoding
 from nmtkit.models.rnnsearch import RNN_OPTIONS
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
 from nmtkit.models.state import DecoderState
+
+PRESENT = "present"  #: the state's ``[B, N]`` flags of the encoders each sentence has (training with encoder_dropout)
 
 OPTIONS = RNN_OPTIONS + [
     Option("encoders", "", "the input streams to encode, comma-separated, in order (default: all the corpus' "
@@ -47,6 +49,10 @@ OPTIONS = RNN_OPTIONS + [
     Option("balance_encoders", False, "flat: divide each encoder's weights by its number of states in the joint "
                                       "softmax, so that an encoder gets no more attention for having more states (an "
                                       "image's cells beside a few words); not in the paper"),
+    Option("encoder_dropout", 0.0, "training: the probability that a sentence hides one of its encoders, chosen at "
+                                   "random, from the decoder (its attention and s_0), so that attention over the "
+                                   "encoders cannot settle on one alone; not in the paper", allows=PROBABILITY,
+           training_only=True),
     Option("normalise_contexts", False, "hierarchical: layer-normalise each encoder's context before the attention "
                                         "over encoders (Eq. 8-10), so that an encoder with larger states does not "
                                         "weigh more for that alone; not in the paper"),
@@ -68,11 +74,12 @@ class MultiSourceDecoder(RNNDecoder):
         self.combination: Combination = attention
 
     def summary(self, state: DecoderState) -> torch.Tensor:
-        """[mean_j h^(1)_j; ...; mean_j h^(N)_j] over the real positions."""
+        """[mean_j h^(1)_j; ...; mean_j h^(N)_j] over the real positions (zero for an encoder a sentence hides)."""
         means = []
-        for name in self.combination.names:
+        for k, name in enumerate(self.combination.names):
             memory, mask = state[f"memory.{name}"], state[f"mask.{name}"].to(state[f"memory.{name}"].dtype)
-            means.append((memory * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True))
+            mean = (memory * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+            means.append(mean if PRESENT not in state else mean * state[PRESENT][:, k:k + 1].to(mean.dtype))
         return torch.cat(means, -1)
 
     def source_keys(self, state: DecoderState) -> dict[str, torch.Tensor]:
@@ -82,7 +89,7 @@ class MultiSourceDecoder(RNNDecoder):
                        state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
         get = lambda name: state[self._name(name)] if self._name(name) in state else state[name]
         sentinel = None if self.sentinel is None else self.sentinel(emb, self._get(state, "hidden"), s)  # Eq. 4
-        context, per_encoder, over = self.combination(s, get, sentinel)
+        context, per_encoder, over = self.combination(s, get, sentinel, state[PRESENT] if PRESENT in state else None)
         first, *rest = self.combination.names
         weights = {"source": per_encoder[first], **{f"source.{name}": per_encoder[name] for name in rest}}
         if over is not None:
@@ -98,9 +105,10 @@ class MultiSource(RNNDecoding):
                  dropout: float = 0.2, tie_embeddings: bool = False, param_init: float = 0.1,
                  decoder_cell: str = "gru", combination: str = "hierarchical", sentinel: bool = False,
                  share_projections: bool = False, feature_norm: bool = True, bounded_features: bool = False,
-                 balance_encoders: bool = False, normalise_contexts: bool = False):
+                 balance_encoders: bool = False, normalise_contexts: bool = False, encoder_dropout: float = 0.0):
         """``streams``: input name -> (kind, vocabulary size or feature size), in the encoders' order."""
         super().__init__()
+        self.encoder_dropout = encoder_dropout
         readout_size = readout_size or emb_size
         if tie_embeddings and readout_size != emb_size:
             raise ValueError("tie_embeddings needs readout_size == emb_size")
@@ -130,6 +138,8 @@ class MultiSource(RNNDecoding):
         tensors = {}
         for name, encoder in self.encoders.items():
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
+        if self.training and self.encoder_dropout > 0 and len(self.encoders) > 1:
+            tensors[PRESENT] = hidden_encoders(batch.size, len(self.encoders), self.encoder_dropout, batch.device)
         return self.decoder.start(DecoderState(tensors, static=tensors))
 
     def gradient_groups(self) -> dict[str, Paths]:
@@ -148,6 +158,14 @@ class MultiSource(RNNDecoding):
         state = output.state if output.state is not None else self.encode(batch)
         combination = self.decoder.combination
         return encoder_statistics(batch, output.attention, combination.labels, state, combination.names)
+
+
+def hidden_encoders(sentences: int, encoders: int, p: float, device: torch.device) -> torch.Tensor:
+    """``present [sentences, encoders]``: with probability ``p`` a sentence hides one of its encoders, chosen
+    uniformly (False there); every other entry True."""
+    hide = torch.rand(sentences, device=device) < p
+    which = torch.randint(encoders, (sentences,), device=device)
+    return ~(hide.unsqueeze(1) & (torch.arange(encoders, device=device) == which.unsqueeze(1)))
 
 
 def combination_groups(combination: nn.Module, path: str) -> dict[str, Paths]:

@@ -156,3 +156,42 @@ def test_layer_norms_start_as_the_identity_map():
     norms = [mod for mod in m.modules() if isinstance(mod, torch.nn.LayerNorm)]
     assert len(norms) == 4  # the image's features, and each of the three encoders' contexts
     assert all(torch.equal(n.weight, torch.ones_like(n.weight)) and not n.bias.any() for n in norms)
+
+
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[5], NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_encoder_dropout_hides_one_encoder_per_sentence_in_training_only(config):
+    m, b = model(encoder_dropout=1.0, **config), batch()
+    names = {"src": "source", "mt": "source.mt", "image": "source.image"}
+    with torch.no_grad():
+        evaluated = forward(m, b)[0]  # evaluation: every encoder, as without the option
+        assert torch.equal(evaluated, forward(model(**config), b)[0])
+        m.train()
+        torch.manual_seed(3)
+        out = m(b)
+        torch.manual_seed(3)
+        present = m.encode(b)["present"]  # (the same draw as the pass's)
+    assert (present.sum(1) == len(names) - 1).all()  # p = 1: each sentence hides exactly one
+    assert torch.isfinite(out.logits).all()
+    hidden = {stream: ~present[:, k] for k, stream in enumerate(names)}
+    if config["combination"] == "flat":  # no weight on a hidden encoder's states
+        for stream, name in names.items():
+            assert (out.attention[name][hidden[stream]] == 0).all()
+    if config["combination"] != "concat":  # nor on the encoder itself
+        for k, stream in enumerate(names):
+            assert (out.attention["encoders"][hidden[stream]][..., k] == 0).all()
+            assert (out.attention["encoders"][~hidden[stream]][..., k] > 0).all()
+
+
+def test_encoder_dropout_zeroes_a_hidden_encoders_context_and_summary():
+    m = model(encoder_dropout=1.0, **CONFIGS[0]).train()  # concat
+    b = batch()
+    torch.manual_seed(5)
+    state = m.encode(b)
+    present = state["present"]
+    means = m.decoder.summary(state).split([8 * 2] * 3, -1)  # each encoder's mean state (2 × enc_size)
+    for k in range(3):
+        assert (means[k][~present[:, k]] == 0).all() and (means[k][present[:, k]] != 0).any()
+    s = torch.randn(b.size, 24)
+    context, _, _ = m.decoder.combination(s, lambda name: state[name], None, present)
+    for k, part in enumerate(context.split([16] * 3, -1)):
+        assert (part[~present[:, k]] == 0).all()
