@@ -75,8 +75,9 @@ class Combination(nn.Module):
         """The columns of the weights over encoders: the encoders, then the sentinel if there is one."""
         return self.names + ((SENTINEL,) if self.sentinel_size else ())
 
-    def start(self, get: Getter) -> Tensors:
-        """What the steps need that depends on the inputs only, by state name."""
+    def start(self, get: Getter, present: Optional[torch.Tensor] = None) -> Tensors:
+        """What the steps need that depends on the inputs only (and on the encoders each sentence has,
+        ``present [B, N]``), by state name."""
         raise NotImplementedError
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
@@ -113,7 +114,7 @@ class ConcatCombination(Combination):
         self.attentions = EncoderAttentions(query_size, sizes, att_size)
         self.context_size = sum(sizes.values())
 
-    def start(self, get: Getter) -> Tensors:
+    def start(self, get: Getter, present: Optional[torch.Tensor] = None) -> Tensors:
         return self.attentions.start(get)
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
@@ -170,10 +171,11 @@ class FlatCombination(JointAttention):
         super().__init__(query_size, sizes, att_size, share, sentinel_size)
         self.balance = balance
 
-    def start(self, get: Getter) -> Tensors:
-        """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end (with
-        ``balance``, each state's offset −log T_k too)."""
-        masks = [get(f"mask.{n}") for n in self.names]
+    def start(self, get: Getter, present: Optional[torch.Tensor] = None) -> Tensors:
+        """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end, and their
+        mask, an absent encoder's states masked too (with ``balance``, each state's offset −log T_k too)."""
+        masks = [get(f"mask.{n}") if present is None else get(f"mask.{n}") & present[:, k:k + 1]
+                 for k, n in enumerate(self.names)]
         out = {"keys": torch.cat([self.energy[n](get(f"memory.{n}")) for n in self.names], 1),
                "mask": torch.cat(masks, 1)}
         if self.value is not None:
@@ -186,9 +188,7 @@ class FlatCombination(JointAttention):
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
                 present: Optional[torch.Tensor] = None) -> Combined:
         q = self.query(s)
-        keys, mask = get("keys"), get("mask")
-        if present is not None:  # an absent encoder's states are masked too
-            mask = mask & torch.cat([present[:, k:k + 1].expand_as(get(f"mask.{n}")) for k, n in enumerate(self.names)], 1)
+        keys, mask = get("keys"), get("mask")  # (an absent encoder's states masked by start)
         scores = additive_scores(keys + q.unsqueeze(1), self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a
         if self.balance:
             scores = scores + get("offsets").to(scores.dtype)
@@ -220,7 +220,7 @@ class HierarchicalCombination(JointAttention):
         self.attentions = EncoderAttentions(query_size, sizes, att_size)
         self.norms = nn.ModuleDict({name: nn.LayerNorm(size) for name, size in sizes.items()}) if normalise else None
 
-    def start(self, get: Getter) -> Tensors:
+    def start(self, get: Getter, present: Optional[torch.Tensor] = None) -> Tensors:
         return self.attentions.start(get)
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,

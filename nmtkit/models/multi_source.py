@@ -83,7 +83,7 @@ class MultiSourceDecoder(RNNDecoder):
         return torch.cat(means, -1)
 
     def source_keys(self, state: DecoderState) -> dict[str, torch.Tensor]:
-        return self.combination.start(lambda name: state[name])
+        return self.combination.start(lambda name: state[name], state[PRESENT] if PRESENT in state else None)
 
     def attend_sources(self, s: torch.Tensor, query: Optional[torch.Tensor], emb: torch.Tensor,
                        state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
