@@ -42,16 +42,12 @@ with open(f"{out}.en", "w", encoding="utf-8") as en, open(f"{out}.de", "w", enco
 EOF
 }
 
-# timed NAME COMMAND...: run COMMAND, printing NAME's wall time and peak memory (GB)
+# timed NAME COMMAND...: run COMMAND, printing NAME's wall time and peak memory (GB); WORK/NAME.time holds both
 timed() {
-  local name=$1 start end
-  start=$(date +%s.%N)
-  peak "$work/$name.mem" "${@:2}" 2> "$work/$name.log"
-  end=$(date +%s.%N)
-  python -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end" > "$work/$name.time"
-  python -c "import sys; print(f'{sys.argv[1]}: {float(sys.argv[3]) - float(sys.argv[2]):.1f} s, peak memory '
-                               f'{int(open(sys.argv[4]).read().split()[-1]) / 1e6:.2f} GB')" \
-    "$name" "$start" "$end" "$work/$name.mem"
+  local name=$1 seconds kb
+  /usr/bin/time -f "%e %M" -o "$work/$name.time" "${@:2}" 2> "$work/$name.log"
+  read -r seconds kb < "$work/$name.time"
+  awk -v name="$name" -v s="$seconds" -v kb="$kb" 'BEGIN { printf "%s: %.1f s, peak memory %.2f GB\n", name, s, kb / 1e6 }'
 }
 
 case ${1:-preprocess} in
@@ -65,7 +61,7 @@ preprocess)
 import json, sys
 from pathlib import Path
 corpus, n, log = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]).read_text()
-seconds = float(Path(sys.argv[4]).read_text())
+seconds = float(Path(sys.argv[4]).read_text().split()[0])
 shards = json.loads((corpus / "manifest.json").read_text())["splits"]["train"]["shards"]
 kept = sum(shard["sentences"] for shard in shards)
 print(f"  {n:,} pairs in {seconds:.0f} s: {n / seconds:,.0f} pairs/s; {kept:,} kept in {len(shards)} shards")
