@@ -12,6 +12,10 @@ Helcl and Mareček 2018 did; ``serial`` is Marian's dual-source Transformer):
 - ``hierarchical``: a multi-head attention per encoder, then the attention of Eq. 8-10 over their outputs at
   each position, β^(k) = softmax_k v_b^T tanh(W_b x + U_b^(k) c^(k)), output Σ_k β^(k) U_c^(k) c^(k).
 
+With ``encoder_dropout`` (training only, as multi-source's) a sentence may hide an encoder: its memory mask has no
+visible state. Flat then spreads its attention over the other encoders' states, hierarchical its β over the other
+encoders; serial and parallel add nothing from it (its attention output is zero).
+
 The first input is encoded by the Transformer's own embeddings and encoder (so ``--init-from`` a
 ``transformer`` checkpoint warm-starts them, the target embeddings and the decoder's self-attention); each further
 text input has an encoder stack of its own, an image's features a projection to d_model. Attention files get
@@ -31,7 +35,7 @@ from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.combination import JointAttention
 from nmtkit.models.encoder import FeatureEncoder
 from nmtkit.models.multi_source import OPTIONS as RNN_MULTI_OPTIONS
-from nmtkit.models.multi_source import chosen_streams, combination_groups, encoder_statistics
+from nmtkit.models.multi_source import chosen_streams, combination_groups, encoder_statistics, hidden_encoders
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
@@ -47,6 +51,7 @@ OPTIONS = TRANSFORMER_OPTIONS + [
            "states) or hierarchical (attention over the per-encoder outputs, Eq. 8-10)", choices=STRATEGIES),
     _SHARED["feature_norm"],
     _SHARED["normalise_contexts"],
+    _SHARED["encoder_dropout"],
 ]
 
 
@@ -77,8 +82,18 @@ class SourcesAttention(nn.Module):
 
     def attend(self, i: int, x: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
                weights: bool, head: Optional[int]) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Encoder ``i``'s multi-head attention from ``x``."""
-        return self.attentions[self.names[i]].attend_memory(x, memory[2 * i:2 * i + 2], masks[i], weights, head)
+        """Encoder ``i``'s multi-head attention from ``x``; in training, zero (output and weights) for the sentences
+        that hide the encoder (a mask with no visible state: ``encoder_dropout``)."""
+        attention, keys_values = self.attentions[self.names[i]], memory[2 * i:2 * i + 2]
+        if not self.training:
+            return attention.attend_memory(x, keys_values, masks[i], weights, head)
+        present = masks[i].any(-1)  # [B, 1, 1]; a hidden encoder is attended as if all visible, then dropped
+        a, w = attention.attend_memory(x, keys_values, masks[i] | ~present.unsqueeze(-1), weights, head)
+        return a * present, None if w is None else w * present
+
+    def present(self, masks: tuple[torch.Tensor, ...]) -> Optional[torch.Tensor]:
+        """In training, ``[B, 1, K]``: whether each sentence has each encoder (see :meth:`attend`); else None."""
+        return torch.cat([m.any(-1) for m in masks], -1) if self.training else None
 
 
 def _named(names: tuple[str, ...], weights: list[torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -120,7 +135,7 @@ class MultiSourceDecoderLayer(DecoderLayer):
         if att.strategy == "parallel":
             return sub.after(1, y, torch.stack([a for a, _ in outs]).sum(0)), found
         contexts = {n: c if att.norms is None else att.norms[n](c) for n, (c, _) in zip(names, outs)}
-        a, beta = att.combination.combine(x, contexts)
+        a, beta = att.combination.combine(x, contexts, att.present(masks))
         return sub.after(1, y, a), None if found is None else {**found, "encoders": beta}
 
 
@@ -139,7 +154,8 @@ class MultiSourceTransformer(Transformer):
     diagnostics_read_weights = True
 
     def __init__(self, streams: Mapping[str, tuple[str, int]], tgt_vocab: int, combination: str = "serial",
-                 feature_norm: bool = True, normalise_contexts: bool = False, **options):
+                 feature_norm: bool = True, normalise_contexts: bool = False, encoder_dropout: float = 0.0,
+                 **options):
         """``streams``: input name -> (kind, vocabulary size or feature size), in order; the first is text."""
         names = tuple(streams)
         if combination not in STRATEGIES:
@@ -151,6 +167,7 @@ class MultiSourceTransformer(Transformer):
                              f"{combination} attends over none")
         # plain values, read while Transformer builds the decoder
         self.strategy, self.inputs, self.normalise = combination, names, normalise_contexts
+        self.encoder_dropout = encoder_dropout
         super().__init__(streams[names[0]][1], tgt_vocab, **options)
         layers = len(self.encoder)
         self.extra = nn.ModuleDict({
@@ -165,7 +182,8 @@ class MultiSourceTransformer(Transformer):
         return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args, normalise=self.normalise)
 
     def memory(self, batch: Batch) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...]]:
-        """Every encoder's states ``[B, S_k, d]`` by name and their masks ``[B, 1, 1, S_k]``, in order."""
+        """Every encoder's states ``[B, S_k, d]`` by name and their masks ``[B, 1, 1, S_k]``, in order; in training
+        with ``encoder_dropout``, a sentence's mask of an encoder it hides is all False."""
         h, mask = self._encode(batch)
         memories, masks = {self.inputs[0]: h}, [mask]
         for name, encoder in self.extra.items():
@@ -175,6 +193,9 @@ class MultiSourceTransformer(Transformer):
                 memories[name], features_mask, _ = encoder.encode(batch[name])
                 m = features_mask[:, None, None, :]
             masks.append(m)
+        if self.training and self.encoder_dropout > 0 and len(masks) > 1:
+            present = hidden_encoders(h.size(0), len(masks), self.encoder_dropout, h.device)
+            masks = [m & present[:, k, None, None, None] for k, m in enumerate(masks)]
         return memories, tuple(masks)
 
     def attention(self, w: Optional[Weights], sources: int) -> AttentionWeights:

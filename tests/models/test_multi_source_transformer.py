@@ -12,7 +12,7 @@ from nmtkit.models.multi_source_transformer import MultiSourceDecoderLayer
 from nmtkit.models.transformer import DecoderLayer
 from nmtkit.train.diagnostics import group_pattern
 from tests.models.decoding import assert_forward_equals_steps
-from tests.models.test_multi_source import META, batch
+from tests.models.test_multi_source import D_IMG, META, V_MT, V_SRC, batch
 
 CONFIG = dict(arch="multi-source-transformer", d_model=16, ffn_size=32, heads=2, enc_layers=2, dec_layers=2,
               dropout=0.0, attention_dropout=0.0)
@@ -198,3 +198,39 @@ def test_diagnostics_name_every_parameter_and_measure_each_encoder(strategy):
         assert abs(stats["mass.mt"] - float(by_hand)) < 1e-5
     else:
         assert not any(key.startswith("mass.") for key in stats)
+
+
+def _inputs(seed: int, lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4))) -> dict:
+    """The three inputs of :func:`batch`'s sentences, drawn anew: ``seed`` picks the content, not the lengths."""
+    g = torch.Generator().manual_seed(seed)
+    ids = lambda v, ns: [torch.randint(4, v, (n,), generator=g).tolist() for n in ns]
+    return {"src": ids(V_SRC, lengths[0]), "mt": ids(V_MT, lengths[1]),
+            "image": [torch.rand(n, D_IMG, generator=g).numpy() for n in lengths[2]]}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_encoder_dropout_hides_one_encoder_per_sentence_in_training_only(strategy):
+    m, names = model(combination=strategy, encoder_dropout=1.0), ("src", "mt", "image")
+    targets = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
+    one, other = _inputs(1), _inputs(2)
+    b = make_batch(one, targets)
+    with torch.no_grad():
+        assert torch.equal(m(b).logits, model(combination=strategy)(b).logits)  # evaluation: every encoder
+        m.train()  # (every dropout 0: training differs by the hidden encoders alone)
+        torch.manual_seed(3)
+        present = torch.stack([mask[:, 0, 0].any(-1) for mask in m.memory(b)[1]], 1)  # [B, K]
+        assert (present.sum(1) == len(names) - 1).all()  # p = 1: each sentence hides exactly one
+        torch.manual_seed(3)  # (the same draw)
+        with m.attention_weights(True):
+            out = m(b)
+        # what a sentence hides does not matter to it: the same logits with other content there
+        mixed = {s: [one[s][i] if present[i, k] else other[s][i] for i in range(b.size)] for k, s in enumerate(names)}
+        torch.manual_seed(3)
+        assert torch.allclose(m(make_batch(mixed, targets)).logits, out.logits, atol=1e-5)
+        assert not torch.allclose(m(make_batch(other, targets)).logits, out.logits, atol=1e-3)
+    assert torch.isfinite(out.logits).all()
+    for k, s in enumerate(names):  # no weight on a hidden encoder's states, nor on the encoder (flat, hierarchical)
+        assert (out.attention["source" if k == 0 else f"source.{s}"][~present[:, k]] == 0).all()
+        if strategy in ("flat", "hierarchical"):
+            assert (out.attention["encoders"][~present[:, k]][..., k] == 0).all()
+            assert (out.attention["encoders"][present[:, k]][..., k] > 0).all()
