@@ -45,16 +45,26 @@ def compare(title: str, baseline: str, names: list[str], found: dict, reference:
     subprocess.run(args, check=True)
 
 
+RNN_ORDER = ["en", "fr", "concat", "flat", "hierarchical", "flat-sentinel", "hierarchical-sentinel"]
+TRANSFORMER_ORDER = ["t-en", "t-serial", "t-parallel", "t-flat", "t-hierarchical"]
+
+
+def ordered(found: dict, first: list[str], transformer: bool) -> list[str]:
+    """The systems of one family (t-*: the Transformer's) that have outputs: those of ``first`` in its order, then
+    the variants (encoder dropout, balanced, normalised, ...) by name."""
+    family = [n for n in found if n.startswith("t-") == transformer]
+    return [n for n in first if n in family] + sorted(n for n in family if n not in first)
+
+
 def main(outputs: str, reference: str, runs: str, figure: str) -> None:
     found, run_dir = systems(Path(outputs)), Path(runs)
     refs = Path(reference).read_text(encoding="utf-8").splitlines()
     singles = [n for n in ("en", "fr") if n in found]
     if singles:
         best = max(singles, key=lambda n: mean_bleu(found[n], refs))
-        compare("enfr-rnn", best, ["en", "fr", "concat", "flat", "hierarchical", "flat-sentinel",
-                                   "hierarchical-sentinel"], found, reference, run_dir)
+        compare("enfr-rnn", best, ordered(found, RNN_ORDER, transformer=False), found, reference, run_dir)
     if "t-en" in found:
-        compare("enfr-transformer", "t-en", ["t-serial", "t-parallel", "t-flat", "t-hierarchical"], found, reference,
+        compare("enfr-transformer", "t-en", ordered(found, TRANSFORMER_ORDER, transformer=True), found, reference,
                 run_dir)
     for transformer, out in ((False, figure), (True, figure.replace(".png", "_transformer.png"))):
         logs = [f"{name}={run_dir / p.name.removesuffix('.de')}/train.jsonl" for name, paths in found.items()
