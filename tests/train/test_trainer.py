@@ -1,4 +1,5 @@
 """The trainer learns, resumes exactly after a kill, and keeps DDP ranks in sync."""
+import gc
 import json
 import os
 import random
@@ -126,6 +127,8 @@ def _ddp_worker(rank, arch, corpus, save_dir, port, out):
     trainer.train()
     params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
     torch.save(params, f"{out}.{rank}")
+    del trainer  # as `nmtkit train` leaves the group: no DDP wrapper holding it past destroy_process_group
+    gc.collect()
     shutdown(info)
 
 
