@@ -56,12 +56,13 @@ OPTIONS = TRANSFORMER_OPTIONS + [
 
 
 class SourcesAttention(nn.Module):
-    """The memory attention of a multi-source decoder layer over the encoders ``names`` (see the module)."""
+    """The memory attention of a multi-source decoder layer over the encoders ``names`` (see the module); ``hides``:
+    sentences may hide encoders in training (``encoder_dropout``)."""
 
     def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, dropout: float,
-                 normalise: bool = False):
+                 normalise: bool = False, hides: bool = False):
         super().__init__()
-        self.names, self.strategy, self.heads = names, strategy, heads
+        self.names, self.strategy, self.heads, self.hides = names, strategy, heads, hides
         if strategy == "flat":
             self.joint = MultiHeadAttention(d_model, heads, dropout, self_attention=False, memory_kv=False)
             self.kv = nn.ModuleDict({n: nn.Linear(d_model, 2 * d_model) for n in names})
@@ -85,15 +86,16 @@ class SourcesAttention(nn.Module):
         """Encoder ``i``'s multi-head attention from ``x``; in training, zero (output and weights) for the sentences
         that hide the encoder (a mask with no visible state: ``encoder_dropout``)."""
         attention, keys_values = self.attentions[self.names[i]], memory[2 * i:2 * i + 2]
-        if not self.training:
+        if not (self.training and self.hides):
             return attention.attend_memory(x, keys_values, masks[i], weights, head)
         present = masks[i].any(-1)  # [B, 1, 1]; a hidden encoder is attended as if all visible, then dropped
         a, w = attention.attend_memory(x, keys_values, masks[i] | ~present.unsqueeze(-1), weights, head)
         return a * present, None if w is None else w * present
 
     def present(self, masks: tuple[torch.Tensor, ...]) -> Optional[torch.Tensor]:
-        """In training, ``[B, 1, K]``: whether each sentence has each encoder (see :meth:`attend`); else None."""
-        return torch.cat([m.any(-1) for m in masks], -1) if self.training else None
+        """In training with ``hides``, ``[B, 1, K]``: whether each sentence has each encoder (see :meth:`attend`);
+        else None."""
+        return torch.cat([m.any(-1) for m in masks], -1) if self.training and self.hides else None
 
 
 def _named(names: tuple[str, ...], weights: list[torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -105,8 +107,9 @@ class MultiSourceDecoderLayer(DecoderLayer):
     """A decoder layer whose memory attention reads several encoders (:class:`SourcesAttention`)."""
 
     def __init__(self, names: tuple[str, ...], strategy: str, d_model: int, heads: int, ffn_size: int, dropout: float,
-                 attention_dropout: float, activation_dropout: float, pre_norm: bool, normalise: bool = False):
-        attention = SourcesAttention(names, strategy, d_model, heads, attention_dropout, normalise)
+                 attention_dropout: float, activation_dropout: float, pre_norm: bool, normalise: bool = False,
+                 hides: bool = False):
+        attention = SourcesAttention(names, strategy, d_model, heads, attention_dropout, normalise, hides)
         super().__init__(d_model, heads, ffn_size, dropout, attention_dropout, activation_dropout, pre_norm,
                          memory_attention=attention, memory_sublayers=len(names) if strategy == "serial" else 1)
         self.sources = attention
@@ -179,7 +182,8 @@ class MultiSourceTransformer(Transformer):
         self._init_parameters(self.tie)
 
     def decoder_layer(self, *layer_args) -> DecoderLayer:
-        return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args, normalise=self.normalise)
+        return MultiSourceDecoderLayer(self.inputs, self.strategy, *layer_args, normalise=self.normalise,
+                                       hides=self.encoder_dropout > 0 and len(self.inputs) > 1)
 
     def memory(self, batch: Batch) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...]]:
         """Every encoder's states ``[B, S_k, d]`` by name and their masks ``[B, 1, 1, S_k]``, in order; in training
