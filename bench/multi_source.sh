@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Multi-source attention (issue 16): automatic post-editing on real triplets and multimodal translation on emoji.
-# Usage: bench/multi_source.sh ape|mmt|enfr|enfr-compare|speed
+# Usage: bench/multi_source.sh ape|ape-compare|mmt|enfr|enfr-compare|speed
 #   ape:   the triplets of recipes/ape_triplets.sh (RUNS/ape/triplets: LibreOffice help en-de, real MT output of
 #          rnnsearch models that never saw the lines), preprocessed with --ape-edits mt; the do-nothing baseline
 #          (MT as it is); then multi-source with the MT output alone (--encoders mt: the single-source model), concat,
 #          flat, hierarchical, flat + sentinel, hierarchical + sentinel (CONFIGS picks some), STEPS (default 1000)
-#          updates each, validating every VALID_EVERY (250); test HTER and BLEU (beam BEAM, default 5) against the
-#          post-edits
+#          updates each, validating every VALID_EVERY (250); --edit-cost (each edit operation's cost, nats) tuned on
+#          dev over EDIT_COSTS (default 0 0.5 1 2 4 8, lowest dev HTER); test HTER and BLEU (beam BEAM, default 5)
+#          against the post-edits, without and with the tuned cost; the test outputs kept in OUTPUTS/ape
+#   ape-compare: `nmtkit compare` (HTER, BLEU) of every kept APE system, plain and tuned, against doing nothing
 #   mmt:   emoji (../shared/data/emoji): image + English name -> German name. Image features from the small CNN of
 #          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
 #          (conditional GRU, as the paper), STEPS (default 1500) updates each, validation every 100 updates (about
@@ -58,23 +60,52 @@ ape_data() {
 case $what in
 ape)
   ape_data
-  dir=$runs/ape t=$runs/ape/triplets
-  ter() { nmtkit score --metric ter -r "$t/test.pe" -i "$1" --score-only; }
-  bleu() { nmtkit score --metric bleu --tokenize none -r "$t/test.pe" -i "$1" --score-only; }
-  echo "do nothing: test HTER $(ter "$t/test.mt") BLEU $(bleu "$t/test.mt")"
+  dir=$runs/ape t=$runs/ape/triplets kept=$outputs/ape
+  mkdir -p "$kept"
+  ter() { nmtkit score --metric ter -r "$t/$1.pe" -i "$2" --score-only; }  # ter SPLIT OUTPUT
+  bleu() { nmtkit score --metric bleu --tokenize none -r "$t/$1.pe" -i "$2" --score-only; }
+  post_edit() {  # post_edit SPLIT COST OUTPUT: SPLIT's MT post-edited by $run ($name), each edit costing COST nats
+    local inputs=(-i "$t/$1.src" -i "$t/$1.mt"); [ "$name" = single ] && inputs=(-i "$t/$1.mt")  # its one input
+    nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads "$threads" --edit-cost "$2" "${inputs[@]}" \
+      -o "$3" 2>> "$run.log"
+  }
+  echo "do nothing: dev HTER $(ter dev "$t/dev.mt") BLEU $(bleu dev "$t/dev.mt");" \
+       "test HTER $(ter test "$t/test.mt") BLEU $(bleu test "$t/test.mt")"
   for seed in ${SEEDS:-1}; do
     for name in "${ape_order[@]}"; do
       run=$dir/$name.s$seed
+      [ -s "$kept/$name.tuned.s$seed.pe" ] && continue  # done in an earlier sitting
       read -r -a extra <<< "${ape_configs[$name]}"
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every "${VALID_EVERY:-250}" \
         --valid-max-sentences 300 2> "$run.log"
-      inputs=(-i "$t/test.src" -i "$t/test.mt"); [ "$name" = single ] && inputs=(-i "$t/test.mt")  # its one input
-      nmtkit translate -m "$run/last.pt" --beam "${BEAM:-5}" --threads "$threads" "${inputs[@]}" \
-        -o "$run.test.pe" 2>> "$run.log"
-      echo "$name seed $seed: test HTER $(ter "$run.test.pe") BLEU $(bleu "$run.test.pe")"
+      best=0 best_ter=
+      for cost in ${EDIT_COSTS:-0 0.5 1 2 4 8}; do  # --edit-cost tuned on dev: the lowest dev HTER
+        post_edit dev "$cost" "$run.dev.cost$cost.pe"
+        score=$(ter dev "$run.dev.cost$cost.pe")
+        echo "$name seed $seed: --edit-cost $cost: dev HTER $score BLEU $(bleu dev "$run.dev.cost$cost.pe")"
+        if [ -z "$best_ter" ] || awk -v a="$score" -v b="$best_ter" 'BEGIN { exit !(a < b) }'; then
+          best=$cost best_ter=$score
+        fi
+      done
+      post_edit test 0 "$kept/$name.s$seed.pe"
+      post_edit test "$best" "$kept/$name.tuned.s$seed.pe.part"
+      mv "$kept/$name.tuned.s$seed.pe.part" "$kept/$name.tuned.s$seed.pe"
+      echo "$best" > "$kept/$name.tuned.s$seed.cost"
+      echo "$name seed $seed: test HTER $(ter test "$kept/$name.s$seed.pe") BLEU $(bleu test "$kept/$name.s$seed.pe");" \
+           "with --edit-cost $best (dev): HTER $(ter test "$kept/$name.tuned.s$seed.pe")" \
+           "BLEU $(bleu test "$kept/$name.tuned.s$seed.pe")"
     done
   done ;;
+ape-compare)  # every kept APE system, plain and tuned, against doing nothing
+  t=$runs/ape/triplets kept=$outputs/ape systems=(--sys "do-nothing=$t/test.mt")
+  for name in "${ape_order[@]}"; do
+    for variant in "$name" "$name.tuned"; do
+      files=("$kept/$variant".s*.pe)
+      if [ -e "${files[0]}" ]; then systems+=(--sys "$variant=$(IFS=,; echo "${files[*]}")"); fi
+    done
+  done
+  nmtkit compare -r "$t/test.pe" "${systems[@]}" --metric ter,bleu --tokenize none ;;
 mmt)
   dir=$runs/mmt emoji=$shared/data/emoji
   mkdir -p "$dir"
@@ -199,5 +230,5 @@ enfr-compare)
   python "$here/multi_source_table.py" "$outputs/enfr" "$shared/data/lo-enfrde/test.de" "$runs/enfr" \
     "$here/figures/enfr_curves.png" ;;
 *)
-  echo "usage: bench/multi_source.sh ape|mmt|enfr|enfr-compare|speed" >&2; exit 2 ;;
+  echo "usage: bench/multi_source.sh ape|ape-compare|mmt|enfr|enfr-compare|speed" >&2; exit 2 ;;
 esac
