@@ -7,7 +7,8 @@
 #          flat, hierarchical, flat + sentinel, hierarchical + sentinel (CONFIGS picks some), STEPS (default 1000)
 #          updates each, validating every VALID_EVERY (250); --edit-cost (each edit operation's cost, nats) tuned on
 #          dev over EDIT_COSTS (default 0 0.5 1 2 4 8, lowest dev HTER); test HTER and BLEU (beam BEAM, default 5)
-#          against the post-edits, without and with the tuned cost; the test outputs kept in OUTPUTS/ape
+#          against the post-edits, without and with the tuned cost; the test outputs kept in OUTPUTS/ape (TAG names
+#          a variant's runs and outputs)
 #   ape-compare: `nmtkit compare` (HTER, BLEU) of every kept APE system, plain and tuned, against doing nothing
 #   mmt:   emoji (../shared/data/emoji): image + English name -> German name. Image features from the small CNN of
 #          bench/emoji_cnn.py (7 x 7 x 256); text only (--encoders src), concat (GRU), flat and hierarchical
@@ -73,8 +74,8 @@ ape)
        "test HTER $(ter test "$t/test.mt") BLEU $(bleu test "$t/test.mt")"
   for seed in ${SEEDS:-1}; do
     for name in "${ape_order[@]}"; do
-      run=$dir/$name.s$seed
-      [ -s "$kept/$name.tuned.s$seed.pe" ] && continue  # done in an earlier sitting
+      run=$dir/$name${TAG:+.$TAG}.s$seed out=$kept/$name${TAG:+.$TAG}
+      [ -s "$out.tuned.s$seed.pe" ] && continue  # done in an earlier sitting
       read -r -a extra <<< "${ape_configs[$name]}"
       [ -f "$run/last.pt" ] || nmtkit train --data "$dir/data" --save-dir "$run" "${sizes[@]}" "${extra[@]}" \
         --decoder-cell gru --seed "$seed" --max-steps "${STEPS:-1000}" --valid-every "${VALID_EVERY:-250}" \
@@ -88,22 +89,19 @@ ape)
           best=$cost best_ter=$score
         fi
       done
-      post_edit test 0 "$kept/$name.s$seed.pe"
-      post_edit test "$best" "$kept/$name.tuned.s$seed.pe.part"
-      mv "$kept/$name.tuned.s$seed.pe.part" "$kept/$name.tuned.s$seed.pe"
-      echo "$best" > "$kept/$name.tuned.s$seed.cost"
-      echo "$name seed $seed: test HTER $(ter test "$kept/$name.s$seed.pe") BLEU $(bleu test "$kept/$name.s$seed.pe");" \
-           "with --edit-cost $best (dev): HTER $(ter test "$kept/$name.tuned.s$seed.pe")" \
-           "BLEU $(bleu test "$kept/$name.tuned.s$seed.pe")"
+      post_edit test 0 "$out.s$seed.pe"
+      post_edit test "$best" "$out.tuned.s$seed.pe.part"
+      mv "$out.tuned.s$seed.pe.part" "$out.tuned.s$seed.pe"
+      echo "$best" > "$out.tuned.s$seed.cost"
+      echo "$name${TAG:+ ($TAG)} seed $seed: test HTER $(ter test "$out.s$seed.pe") BLEU $(bleu test "$out.s$seed.pe");" \
+           "with --edit-cost $best (dev): HTER $(ter test "$out.tuned.s$seed.pe") BLEU $(bleu test "$out.tuned.s$seed.pe")"
     done
   done ;;
-ape-compare)  # every kept APE system, plain and tuned, against doing nothing
+ape-compare)  # every kept APE system (NAME[.TAG][.tuned].sSEED.pe), plain and tuned, against doing nothing
   t=$runs/ape/triplets kept=$outputs/ape systems=(--sys "do-nothing=$t/test.mt")
-  for name in "${ape_order[@]}"; do
-    for variant in "$name" "$name.tuned"; do
-      files=("$kept/$variant".s*.pe)
-      if [ -e "${files[0]}" ]; then systems+=(--sys "$variant=$(IFS=,; echo "${files[*]}")"); fi
-    done
+  for variant in $(find "$kept" -name '*.s[0-9]*.pe' -printf '%f\n' | sed 's/\.s[0-9]*\.pe$//' | sort -u); do
+    files=("$kept/$variant".s[0-9]*.pe)
+    systems+=(--sys "$variant=$(IFS=,; echo "${files[*]}")")
   done
   nmtkit compare -r "$t/test.pe" "${systems[@]}" --metric ter,bleu --tokenize none ;;
 mmt)
