@@ -23,7 +23,8 @@
 #          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
 #          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
 #          t-* multi-source-transformer (t-en: single source) at 3+3 layers, d 256; test BLEU/chrF (beam 5), the
-#          outputs kept in OUTPUTS/enfr (default bench/outputs, tracked); a system whose output is there is skipped
+#          outputs kept in OUTPUTS/enfr (default bench/outputs, tracked); a system whose output is there is skipped,
+#          and a run stopped before its output was made resumes from its last.pt
 #   enfr-compare: `nmtkit compare` of every enfr system against the best single source (by mean test BLEU), the
 #          learning curves in bench/figures/enfr_curves.png, and the diagnostics of each run at its last log
 #   speed: in two rounds, training tok/s of each APE strategy and the single-source model (median of the 25-step
@@ -207,10 +208,11 @@ enfr)
       [ -s "$kept" ] && continue  # done in an earlier sitting
       read -r -a extra <<< "${enfr_configs[$name]} ${OPTIONS:-}"
       model=("${sizes[@]}" --batch-size 64 --decoder-cell cgru); [[ $name == t-* ]] && model=("${transformer[@]}")
-      fresh "$run"
+      resume=()  # a run stopped in an earlier sitting goes on from its last checkpoint
+      if [ -f "$run/last.pt" ]; then resume=(--resume); else fresh "$run"; : > "$run.log"; fi
       nmtkit train --data "$dir/data" --save-dir "$run" "${model[@]}" "${extra[@]}" --seed "$seed" \
         --max-steps "${STEPS:-2000}" --valid-every 250 --valid-max-sentences 300 --log-every 50 --diagnostics \
-        2> "$run.log"
+        "${resume[@]}" 2>> "$run.log"
       case $name in
       en|t-en) inputs=(-i "$corpus/test.en") ;;
       fr) inputs=(-i "$corpus/test.fr") ;;
