@@ -91,7 +91,8 @@ ape)
         fi
       done
       post_edit test 0 "$out.s$seed.pe"
-      post_edit test "$best" "$out.tuned.s$seed.pe.part"
+      if [ "$best" = 0 ]; then cp "$out.s$seed.pe" "$out.tuned.s$seed.pe.part"  # (cost 0: the same search)
+      else post_edit test "$best" "$out.tuned.s$seed.pe.part"; fi
       mv "$out.tuned.s$seed.pe.part" "$out.tuned.s$seed.pe"
       echo "$best" > "$out.tuned.s$seed.cost"
       echo "$name${TAG:+ ($TAG)} seed $seed: test HTER $(ter test "$out.s$seed.pe") BLEU $(bleu test "$out.s$seed.pe");" \
