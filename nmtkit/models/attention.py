@@ -19,9 +19,13 @@ import torch
 from torch import nn
 
 
-def masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-    """Softmax over the last dimension, giving exactly zero weight where ``mask`` is False (None: no mask)."""
-    return torch.softmax(scores if mask is None else scores.masked_fill(~mask, float("-inf")), dim=-1)
+def masked_softmax(scores: torch.Tensor, mask: Optional[torch.Tensor], empty_rows: bool = False) -> torch.Tensor:
+    """Softmax over the last dimension, giving exactly zero weight where ``mask`` is False (None: no mask); with
+    ``empty_rows``, a row whose positions are all masked gets zero weights everywhere (else NaN)."""
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return weights.nan_to_num_(0.0) if empty_rows else weights
 
 
 def additive_scores(x: torch.Tensor, v: nn.Linear) -> torch.Tensor:
@@ -53,6 +57,8 @@ class MLPAttention(nn.Module):
     needs at its first step (target-target-attention.txt, footnote 5).
     """
 
+    empty_rows = False  #: whether a row of the mask may be all False (its context then zero)
+
     def __init__(self, query_size: int, memory_size: int, hidden_size: int, project_query: bool = True):
         super().__init__()
         self.query = nn.Linear(query_size, hidden_size, bias=False) if project_query else None
@@ -76,7 +82,7 @@ class MLPAttention(nn.Module):
         else:
             q = q.unsqueeze(1)
         scores = additive_scores(keys + q, self.v)  # e_ij + Σv
-        weights = masked_softmax(scores, mask)  # alpha_ij, target-target-attention.txt Eq. 4
+        weights = masked_softmax(scores, mask, self.empty_rows)  # alpha_ij, target-target-attention.txt Eq. 4
         if steps:
             return torch.bmm(weights, memory), weights
         return torch.bmm(weights.unsqueeze(1), memory).squeeze(1), weights  # c_i = sum_j alpha_ij h_j, Eq. 5
@@ -88,8 +94,11 @@ class TargetAttention(MLPAttention):
 
     The memory and its keys U_d s_t + b_d live in the decoding state; :meth:`extend` appends a
     new state and its key, so a step scores the history without recomputing it. At the first
-    step the memory is empty and the context is zero (footnote 5).
+    step the memory is empty and the context is zero (footnote 5). In a merged state (continuous batching) a row's
+    memory is padded on the left, masked; at the row's first step all of it is, and its context is zero alike.
     """
+
+    empty_rows = True
 
     def empty(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """An empty memory ``[B, 0, H]`` and its keys ``[B, 0, A]`` for states like ``state [B, H]``."""

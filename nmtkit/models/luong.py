@@ -44,6 +44,7 @@ LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
 
 class Luong(Seq2Seq):
     limit_option = "--location-max-len"
+    merges_states = True  # (each row counts its own steps for local-m/-p)
 
     def __init__(self, src_vocab: int, tgt_vocab: int, emb_size: int = 256, enc_size: int = 256,
                  dec_size: int = 512, layers: int = 2, encoder_type: str = "brnn", attention: str = "global",

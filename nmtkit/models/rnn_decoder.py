@@ -30,7 +30,7 @@ from nmtkit.models.cells import CELLS
 from nmtkit.models.fast_recurrences import attentive_gru, covers_decoder
 from nmtkit.models.readout import DeepOutput
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
-from nmtkit.models.state import DecoderState
+from nmtkit.models.state import DecoderState, target_mask
 
 # the maps through which target attention (Eq. 10-11) and R̃ (Eq. 19) enter the gates and the output
 BRIDGES = ("cell.contexts.target", "readout.extras.target", "cell.inputs.extra", "readout.extras.extra")
@@ -89,8 +89,9 @@ class RNNDecoder(nn.Module):
                 raise ValueError("this decoder takes an extra context vector (R̃)")
             entries["extra_gates"], entries["extra_out"] = self.cell.inputs["extra"](extra), self.readout.term("extra", extra)
             static += ["extra_gates", "extra_out"]
+        grows = {self._name("tmemory"), self._name("tkeys")} if self.target_attention is not None else set()
         return DecoderState({**state.tensors, **{self._name(k): v for k, v in entries.items()}},
-                            state.static | {self._name(k) for k in static})
+                            state.static | {self._name(k) for k in static}, state.grows | grows)
 
     # -- the encoder side: what a multi-source decoder (nmtkit.models.combination) replaces ---------------
     def summary(self, state: DecoderState) -> torch.Tensor:
@@ -118,8 +119,9 @@ class RNNDecoder(nn.Module):
             ctx, weights = self.attend_sources(s, query, emb, state)
             contexts = {"source": ctx}
             if self.target_attention is not None:  # Eq. 6-7
-                contexts["target"], weights["target"] = self.target_attention(s, self._get(state, "tkeys"),
-                                                                              self._get(state, "tmemory"))
+                memory = self._get(state, "tmemory")
+                contexts["target"], weights["target"] = self.target_attention(
+                    s, self._get(state, "tkeys"), memory, target_mask(state, memory.size(1)))
             return contexts, weights
 
         return attend
@@ -203,6 +205,7 @@ class RNNDecoding(Seq2Seq):
     tgt_emb: nn.Embedding
     dropout: nn.Dropout
     output_layers = ("decoder.readout.output",)
+    merges_states = True  # (its target memory grows: masked before each row's START)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         logits, state, weights = self.decoder.step(self.dropout(self.tgt_emb(prev)), state)

@@ -65,6 +65,11 @@ class Seq2Seq(nn.Module):
     #: so that the model starts out computing what its checkpoint computed and learns to use the component.
     bridges: tuple[str, ...] = ()
 
+    #: Whether the states of different batches, at different steps, merge into one (:meth:`DecoderState.merged`) that
+    #: decodes every row as it would have apart: what continuous batching (:class:`nmtkit.search.beam.BeamSearch`)
+    #: asks of a model. tests/models/test_contract.py holds every model that says so to it.
+    merges_states: bool = False
+
     #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).
     inputs: tuple[str, ...] = ("src",)
 

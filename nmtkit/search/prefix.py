@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from nmtkit.data.batching import Batch
-from nmtkit.models.seq2seq import AttentionWeights
+from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
 from nmtkit.models.state import DecoderState
 from nmtkit.search.wrapped import Wrapped
 
@@ -21,6 +21,10 @@ _IDS = "prefix.ids"  #: the state's prefix tokens still to force ``[B, P]``, -1 
 
 class Prefixed(Wrapped):
     """A model whose outputs start with each sentence's prefix (the batch stream ``prefix``, if any)."""
+
+    def __init__(self, model: Seq2Seq):
+        super().__init__(model)
+        self.merges_states = False  # (a prefix's ids, and -1 past its end, do not pad with zeros)
 
     def encode(self, batch: Batch) -> DecoderState:
         state = self.model.encode(batch)

@@ -96,6 +96,7 @@ class Shortlisted(Wrapped):
 
     def __init__(self, model: Seq2Seq, shortlist: Shortlist, vocab_size: int, stream: str = "src"):
         super().__init__(model)
+        self.merges_states = False  # (each batch has its own shortlist)
         if stream not in model.inputs:
             raise NmtkitError(f"--shortlist: this {type(model).__name__} model reads no text input {stream!r} whose "
                               "words could pick a shortlist", exit_code=2)

@@ -19,6 +19,7 @@ class Wrapped(Seq2Seq):
         super().__init__()
         self.model = model
         self.inputs, self.attention_labels = model.inputs, model.attention_labels
+        self.merges_states = model.merges_states
 
     def encode(self, batch: Batch) -> DecoderState:
         return self.model.encode(batch)

@@ -13,7 +13,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
 from nmtkit.models import build_model
 from nmtkit.models.registry import get_spec, model_names
-from nmtkit.search.beam import beam_search
+from nmtkit.search.beam import BeamSearch, beam_search
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.prefix import PREFIX, Prefixed
 from tests.models import test_multi_source as inputs
@@ -154,6 +154,32 @@ def test_a_sentence_is_decoded_alike_alone_and_in_any_batch(arch, beam):
         for other in (searched(m, alone(b, i), beam)[0], reordered[[3, 1, 0, 2].index(i)]):
             assert [h.tokens for h in other] == [h.tokens for h in together[i]], f"{arch}: row {i}"
             assert [h.score for h in other] == pytest.approx([h.score for h in together[i]], abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sentences_added_to_a_running_search_are_decoded_as_alone_or_refused(arch):
+    """Continuous batching: sentences joining a beam search steps after others (longer and shorter inputs, so that
+    both source and target positions are padded) get the hypotheses they get alone; a model whose states do not
+    merge refuses them."""
+    m, b = tiny(arch), batch()
+    search = BeamSearch(m, 3, n_best=3, max_len_a=0.0, max_len_b=6)
+    search.add(rows_of(b, [2]), [2])
+    if not m.merges_states:
+        with pytest.raises(ValueError, match="do not merge"):
+            search.add(rows_of(b, [0]), [0])
+        return
+    found = {}
+    for joining in ([0, 3], [], [1], []):  # (a step after each)
+        if joining:
+            search.add(rows_of(b, joining), joining)
+        found.update(search.step())
+    while search.size:
+        found.update(search.step())
+    assert sorted(found) == [0, 1, 2, 3]
+    for i in range(b.size):
+        own = searched(m, alone(b, i), 3)[0]
+        assert [h.tokens for h in found[i]] == [h.tokens for h in own], f"{arch}: row {i}"
+        assert [h.score for h in found[i]] == pytest.approx([h.score for h in own], abs=1e-4)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

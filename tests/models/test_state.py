@@ -1,6 +1,7 @@
+import pytest
 import torch
 
-from nmtkit.models.state import DecoderState
+from nmtkit.models.state import START, DecoderState, target_mask
 
 
 def test_reorder_selects_rows_of_every_tensor():
@@ -19,3 +20,29 @@ def test_reorder_within_sentences_keeps_static_tensors():
     assert torch.equal(r["memory"], memory.index_select(0, torch.tensor([1, 1, 3, 2])))
     assert r["h"].tolist() == [1.0, 1.0, 3.0, 2.0]
     assert s.replace(h=torch.zeros(4)).static == {"memory"}
+
+
+def test_merged_pads_inputs_on_the_right_and_growing_tensors_on_the_left():
+    # a: two rows two steps in, sources of 3 positions; b: one row one step in, a source of 4
+    a = DecoderState({"mask": torch.tensor([[True, True, True], [True, True, False]]),
+                      "mem": torch.ones(2, 2, 1), "h": torch.zeros(2, 1)}, static={"mask"}, grows={"mem"})
+    b = DecoderState({"mask": torch.ones(1, 4, dtype=torch.bool), "mem": torch.full((1, 1, 1), 5.0),
+                      "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem"})
+    m = DecoderState.merged([a, b])
+    assert m.batch_size == 3 and m.static == {"mask"} and m.grows == {"mem"}
+    assert m["mask"].tolist() == [[True, True, True, False], [True, True, False, False], [True] * 4]
+    assert m["mem"][:, :, 0].tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 5.0]]
+    assert m[START].tolist() == [0, 0, 1]
+    assert target_mask(m, 2).tolist() == [[True, True], [True, True], [False, True]]
+    assert target_mask(a, 2) is None
+    # once the rows that owned the first position have left, merging again (with a row at its first step) drops it
+    fresh = DecoderState({"mask": torch.ones(1, 2, dtype=torch.bool), "mem": torch.zeros(1, 0, 1),
+                          "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem"})
+    again = DecoderState.merged([m.reorder(torch.tensor([2])), fresh])
+    assert again["mem"][:, :, 0].tolist() == [[5.0], [0.0]]
+    assert again[START].tolist() == [0, 1]
+
+
+def test_merged_refuses_states_of_different_decoders():
+    with pytest.raises(ValueError, match="do not merge"):
+        DecoderState.merged([DecoderState({"h": torch.zeros(1, 1)}), DecoderState({"c": torch.zeros(1, 1)})])
