@@ -51,7 +51,8 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     log = open(log_path, "w")
     server = subprocess.Popen(["nmtkit", "serve", "-m", f"bench={args.model}", "--port", "0", "--beam", str(args.beam),
                                "--threads", str(args.threads), "--max-batch", str(args.max_batch),
-                               "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024"],
+                               "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024",
+                               *(["--continuous"] if args.continuous else [])],
                               stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -134,6 +135,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of translate and serve [default: 2]")
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--continuous", action="store_true",
+                        help="serve --continuous: requests join a running beam search (continuous batching)")
     parser.add_argument("--time-limit", type=float, default=300, help="seconds per phase at most [default: 300]")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()

@@ -22,6 +22,7 @@ from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.alignment import Aligner
 from nmtkit.search.attention_file import AttentionWriter
+from nmtkit.search.continuous import ContinuousSearch, supports
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
 from nmtkit.search.guides import ConstraintSource, GuidedSources, prefix_source
 from nmtkit.search.prefix import Prefixed
@@ -202,12 +203,29 @@ class Decoder:
         attention; ``on_batch(k)`` after each batch of k lines; ``options``: the search's, if not the settings'
         (e.g. another beam size for one request); ``alignments``: whether results carry word alignments, if not as
         the settings say (a one-line error for a model without a text input)."""
-        align = self.settings.alignments if alignments is None else alignments
-        translator = Translator(self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
-                                chunk_size, attention_out, self.postprocess, self.aligner() if align else None,
-                                self.splitter)
+        translator = self._translator(options, alignments, chunk_size, attention_out)
         with self.arithmetic():
             yield from translator.translate(lines, on_batch)
+
+    def continuous(self, options: Optional[SearchOptions] = None,
+                   alignments: Optional[bool] = None) -> Optional[ContinuousSearch]:
+        """A search that groups of lines without prefixes or constraints join as they come (continuous batching:
+        see :mod:`nmtkit.search.continuous`), with ``options`` and ``alignments`` as :meth:`translate` takes them;
+        None where these settings search otherwise (greedily, sampling, with alignments or attention, an ensemble, a
+        shortlist): decode those, and lines with prefixes or constraints, with :meth:`translate`."""
+        model = self.model.model if isinstance(self.model, Prefixed) else self.model  # (no prefix: the model's own)
+        translator = self._translator(options, alignments, model=model)
+        opts = translator.opts
+        if not supports(model, opts.beam_size, opts.sampler is not None or opts.attention):
+            return None
+        return ContinuousSearch(translator, self.arithmetic)
+
+    def _translator(self, options: Optional[SearchOptions], alignments: Optional[bool], chunk_size: int = 10_000,
+                    attention_out: Optional[AttentionWriter] = None, model: Optional[Seq2Seq] = None) -> Translator:
+        align = self.settings.alignments if alignments is None else alignments
+        return Translator(model or self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
+                          chunk_size, attention_out, self.postprocess, self.aligner() if align else None,
+                          self.splitter)
 
     def translate_texts(self, texts: Sequence[Union[str, Sequence[str]]], prefixes: Optional[Sequence[str]] = None,
                         constraints: Optional[Sequence[Sequence[str]]] = None) -> list[LineResult]:

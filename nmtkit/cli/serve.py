@@ -51,6 +51,9 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="the most lines decoded together: requests arriving together share a batch up to this")
 @click.option("--max-wait-ms", type=Checked(float, Range(0, 10_000)), default=5.0, show_default=True,
               help="how long a request waits for others to share its batch")
+@click.option("--continuous/--no-continuous", default=False, show_default=True,
+              help="continuous batching: requests join a running beam search between its steps (RNN models; not "
+                   "greedy, alignments, prefixes or constraints); slower than batches on CPUs (docs/serve.md)")
 @click.option("--queue-size", type=Checked(int, POSITIVE), default=256, show_default=True,
               help="requests waiting at most; more are refused with 503")
 @click.option("--max-lines", type=Checked(int, POSITIVE), default=256, show_default=True,
@@ -62,12 +65,13 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="arithmetic, as translate --precision")
 @click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            queue_size, max_lines, max_chars, device, precision, threads):
+            continuous, queue_size, max_lines, max_chars, device, precision, threads):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
-    Requests that arrive together are decoded together (--max-batch, --max-wait-ms); each response
-    holds only its own lines, in order. Ctrl-C or SIGTERM stops taking requests and finishes those
+    Requests that arrive together are decoded together (--max-batch, --max-wait-ms), or, with
+    --continuous, join a beam search already running; each response holds only its own lines, in
+    order. Ctrl-C or SIGTERM stops taking requests and finishes those
     in flight. See docs/serve.md.
     """
     try:
@@ -86,5 +90,5 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
                                   constraints=True)
         decoders[name] = Decoder(settings, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
-    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms), worker_thread=False)
+    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous), worker_thread=False)
     serve(app, host, port)

@@ -3,7 +3,7 @@ search, order restored."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union, cast
 
 import torch
 
@@ -132,6 +132,17 @@ class LineResult:
         return outputs
 
 
+@dataclass
+class Pending:
+    """An input line read for translation: its index, raw fields, model inputs (one per piece; None where the line
+    is unusable) and whether an input was cut at the length limit."""
+
+    index: int
+    fields: Sequence[bytes]
+    parts: Optional[list[Inputs]]
+    truncated: bool = False
+
+
 class Translator:
     """Translates (or captions) input lines with a model: each line becomes the model's inputs through a
     :class:`~nmtkit.search.sources.Source` (text to ids, an image path to features), or, for a model with several
@@ -160,45 +171,55 @@ class Translator:
     def translate(self, lines: Iterable[Line], on_batch=None) -> Iterator[LineResult]:
         """Yield one :class:`LineResult` per input line (its bytes, or its fields), in order, a chunk of lines at a
         time."""
-        chunk: list[tuple[int, Sequence[bytes], Optional[list[Inputs]]]] = []
+        chunk: list[Pending] = []
         size = min(self.chunk_size, self.inputs.chunk_size or self.chunk_size)
-        self.cut: set[int] = set()  # the lines whose inputs were truncated
         for index, line in enumerate(lines):
-            fields = fields_of(line)
-            before = self.inputs.truncated
-            inputs = self.inputs.read(index, fields)
-            chunk.append((index, fields, None if inputs is None else self.splitter(inputs) if self.splitter
-                          else [inputs]))
-            if self.inputs.truncated > before:
-                self.cut.add(index)
+            chunk.append(self.read(index, line))
             if len(chunk) >= size:
                 yield from self._run(chunk, on_batch)
                 chunk = []
         yield from self._run(chunk, on_batch)
 
-    def _run(self, chunk: list[tuple[int, Sequence[bytes], Optional[list[Inputs]]]], on_batch) -> Iterator[LineResult]:
+    def read(self, index: int, line: Line) -> Pending:
+        """Line ``index`` read into its model inputs (several pieces where the splitter cuts it; None where it is
+        unusable)."""
+        fields = fields_of(line)
+        before = self.inputs.truncated
+        inputs = self.inputs.read(index, fields)
+        parts = None if inputs is None else self.splitter(inputs) if self.splitter else [inputs]
+        return Pending(index, fields, parts, self.inputs.truncated > before)
+
+    def examples(self, chunk: Sequence[Pending]) -> list[Pending]:
+        """The lines of a chunk that :meth:`read` gave which are to be searched, their inputs finished (images
+        through the CNN); an empty or unusable line is not, and gets empty outputs."""
         read: list[Optional[Inputs]] = []
-        for _, _, parts in chunk:
-            read.extend(parts if parts is not None else [None])
+        for pending in chunk:
+            read.extend(pending.parts if pending.parts is not None else [None])
         self.inputs.finish(read)
         optional = getattr(self.inputs, "optional", ())  # (streams that may be empty: a target prefix)
-        todo = [(i, parts) for i, _, parts in chunk if parts is not None
-                and all(len(item) for stream, item in parts[0].items() if stream not in optional)]
-        hyps = iter(translate_inputs(self.model, [inputs for _, parts in todo for inputs in parts], self.opts,
-                                     self.device, on_batch))
-        by_index = {}
-        for i, parts in todo:  # (a line cut into pieces: their hypotheses joined)
-            found = [next(hyps) for _ in parts]
-            by_index[i] = (parts[0], found[0] if len(parts) == 1 else joined(found, self.opts.length_penalty),
-                           len(parts))
-        for index, fields, _ in chunk:
-            if index not in by_index:
+        return [pending for pending in chunk if pending.parts is not None
+                and all(len(item) for stream, item in pending.parts[0].items() if stream not in optional)]
+
+    def _run(self, chunk: list[Pending], on_batch) -> Iterator[LineResult]:
+        todo = self.examples(chunk)
+        hyps = iter(translate_inputs(self.model, [inputs for pending in todo for inputs in pending.parts or []],
+                                     self.opts, self.device, on_batch))
+        yield from self.results(chunk, {pending.index: [next(hyps) for _ in pending.parts or []] for pending in todo})
+
+    def results(self, chunk: Sequence[Pending], found: Mapping[int, list[list[Hypothesis]]]) -> Iterator[LineResult]:
+        """The results of a chunk's lines, given the n-best hypotheses ``found`` for each piece of the lines that
+        were searched (by line index)."""
+        for pending in chunk:
+            index, fields = pending.index, pending.fields
+            if index not in found:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
                 n = self.opts.n_best  # n-best: N entries each
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None)
                 continue
-            inputs, nbest, pieces = by_index[index]
+            pieces = found[index]  # (a line cut into pieces: their hypotheses joined)
+            inputs = cast(list, pending.parts)[0]
+            nbest = pieces[0] if len(pieces) == 1 else joined(pieces, self.opts.length_penalty)
             if CONSTRAINTS in inputs:
                 self._check_constraints(index, inputs[CONSTRAINTS], nbest[0])
             if self.attention_out:
@@ -207,8 +228,8 @@ class Translator:
             if self.postprocess:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
-                             [len(h.tokens) + pieces for h in nbest],
-                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None, index in self.cut)
+                             [len(h.tokens) + len(pieces) for h in nbest],
+                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None, pending.truncated)
 
     def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:
         """Warn, naming the line, where the best output lacks some of its constraints (none could hold them all

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nmtkit import __version__
 from nmtkit.decoding import Decoder
 from nmtkit.errors import NmtkitError
+from nmtkit.search.continuous import ContinuousSearch
 from nmtkit.search.translator import LineResult
 from nmtkit.serve.batcher import Batcher, Full, Job
 
@@ -31,13 +32,15 @@ from nmtkit.serve.batcher import Batcher, Full, Job
 @dataclass(frozen=True)
 class Limits:
     """What the server accepts: lines and characters per request, jobs waiting, and how it batches (``max_batch``
-    lines gathered for up to ``max_wait_ms``)."""
+    lines gathered for up to ``max_wait_ms``; with ``continuous``, requests join a running search where the model and
+    the request's settings allow: :mod:`nmtkit.serve.batcher`)."""
 
     max_lines: int = 256
     max_chars: int = 100_000
     queue_size: int = 256
     max_batch: int = 32
     max_wait_ms: float = 5.0
+    continuous: bool = False
 
 
 class TranslateRequest(BaseModel):
@@ -80,12 +83,19 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     default = next(iter(decoders))
 
     def decode(key: Hashable, lines) -> list[LineResult]:
-        name, beam, n_best, alignments = cast(tuple, key)
+        name, beam, n_best, alignments, _ = cast(tuple, key)
         decoder = decoders[name]
         options = replace(decoder.options, beam_size=beam, n_best=n_best)
         return list(decoder.translate(lines, chunk_size=max(len(lines), 1), options=options, alignments=alignments))
 
-    batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size)
+    def stream(key: Hashable) -> Optional[ContinuousSearch]:
+        name, beam, n_best, alignments, guided = cast(tuple, key)
+        if guided or not limits.continuous:
+            return None
+        decoder = decoders[name]
+        return decoder.continuous(replace(decoder.options, beam_size=beam, n_best=n_best), alignments)
+
+    batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size, stream)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -160,7 +170,8 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
             loop.call_soon_threadsafe(settle)
 
         try:
-            batcher.submit(Job(lines, (name, beam, n_best, body.alignments), done))
+            guided = any(body.prefix or ()) or any(body.constraints or ())  # (lines with a prefix or constraints)
+            batcher.submit(Job(lines, (name, beam, n_best, body.alignments, guided), done))
         except Full as e:
             return error(503, f"the server is busy ({e}); try again", **{"Retry-After": "1"})
         outcome = await future

@@ -7,6 +7,11 @@ results, in order. Jobs of other settings met meanwhile wait for the next round,
 thread decodes, so the models never run concurrently with themselves: a thread of its own (:meth:`Batcher.start`),
 or the caller's (:meth:`Batcher.run`; ``nmtkit serve`` decodes on the main thread, where PyTorch's CPU operations
 run several times faster than from a thread it started: see :func:`nmtkit.serve.app.serve`).
+
+Continuous batching, where ``stream(key)`` gives a :class:`Stream` for a job's settings: the job's lines start a
+running search at once, and the jobs of the same settings that arrive while it runs join it between two steps,
+up to ``max_batch`` lines in the search; each job is answered as soon as its own lines are done. A job of other
+settings waits until the search has drained (and the search takes no newer job meanwhile).
 """
 from __future__ import annotations
 
@@ -16,13 +21,24 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Callable, Hashable, Optional, Sequence
+from typing import Callable, Hashable, Optional, Protocol, Sequence, cast
 
 from nmtkit.search.sources import Line
 from nmtkit.search.translator import LineResult
 
 #: ``decode(key, lines)``: the results of lines decoded together under the settings that ``key`` names
 Decode = Callable[[Hashable, Sequence[Line]], list[LineResult]]
+
+
+class Stream(Protocol):
+    """A running search that groups of lines join (:class:`nmtkit.search.continuous.ContinuousSearch`)."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    def add(self, tag: Hashable, lines: Sequence[Line]) -> None: ...
+
+    def step(self) -> list[tuple[Hashable, list[LineResult]]]: ...
 
 
 @dataclass
@@ -44,14 +60,15 @@ class Batcher:
     """A worker thread decoding queued jobs in batches of up to ``max_batch`` lines gathered for up to ``max_wait``
     seconds; at most ``queue_size`` jobs wait."""
 
-    def __init__(self, decode: Decode, max_batch: int = 32, max_wait: float = 0.005, queue_size: int = 256):
-        self.decode, self.max_batch, self.max_wait = decode, max_batch, max_wait
+    def __init__(self, decode: Decode, max_batch: int = 32, max_wait: float = 0.005, queue_size: int = 256,
+                 stream: Optional[Callable[[Hashable], Optional[Stream]]] = None):
+        self.decode, self.max_batch, self.max_wait, self.stream = decode, max_batch, max_wait, stream
         self.jobs: queue.Queue[Optional[Job]] = queue.Queue(queue_size)
         self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
         self.thread: Optional[threading.Thread] = None  #: the worker's own thread, if :meth:`start` made one
         self.finished = threading.Event()  #: set when the worker has ended
         self.in_flight = 0  #: jobs submitted and not done
-        self.batches = self.lines = 0  #: batches decoded so far, and their lines
+        self.batches = self.lines = 0  #: batches decoded so far (continuous searches: each run until drained), their lines
         self.decoding_s = 0.0  #: seconds spent decoding them (against the time up: how busy the worker is)
         self._lock = threading.Lock()
 
@@ -95,6 +112,10 @@ class Batcher:
             if first is None:
                 stopping = True
                 continue
+            search = self.stream(first.key) if self.stream else None
+            if search is not None:
+                stopping = self._stream(first, search, stopping)
+                continue
             batch, count = [first], len(first.lines)
             deadline = time.monotonic() + self.max_wait
             passed: tuple[list[Job], list[Job]] = ([], [])  # jobs that may not share the batch: held, queued
@@ -116,6 +137,69 @@ class Batcher:
             self.held.extend(passed[1])
             self._run(batch, count)
 
+    def _stream(self, first: Job, search: Stream, stopping: bool) -> bool:
+        """Search ``first``'s lines and those of the jobs of its settings that arrive meanwhile, continuously, until
+        the search is empty; whether the worker is to stop once the held jobs are done."""
+        began = time.perf_counter()
+        jobs: dict[int, Job] = {}  # by tag: the jobs in the search
+        lines = 0  # their lines
+        blocked = False  # a job that may not join waits: take no newer one
+        job: Optional[Job] = first
+        was_held = False
+        while True:
+            while job is not None:  # the job joins, and then any next one that may, without waiting
+                if job.key != first.key or (jobs and lines + len(job.lines) > self.max_batch):
+                    (self.held.appendleft if was_held else self.held.append)(job)
+                    job, blocked = None, True
+                    break
+                try:
+                    search.add(id(job), job.lines)
+                except Exception as e:  # (its lines could not join: it alone gets the error)
+                    self._settle(job, e, lines)
+                else:
+                    jobs[id(job)] = job
+                    lines += len(job.lines)
+                    job.batched_with = lines
+                    self.lines += len(job.lines)
+                job = None
+                if not stopping and lines < self.max_batch:
+                    job, was_held, stopping = self._poll()
+            if not search.busy:
+                break
+            try:
+                done = search.step()
+            except Exception as e:  # every job in the search gets the error (the log its traceback); the worker goes on
+                logging.getLogger("nmtkit.serve").exception("decoding %d lines failed", lines)
+                for waiting in jobs.values():
+                    self._settle(waiting, e, lines)
+                break
+            for tag, results in done:
+                finished = jobs.pop(cast(int, tag))
+                lines -= len(finished.lines)
+                self._settle(finished, results, finished.batched_with)
+            if not (blocked or stopping) and lines < self.max_batch:
+                job, was_held, stopping = self._poll()
+        self.batches += 1
+        self.decoding_s += time.perf_counter() - began
+        return stopping
+
+    def _poll(self) -> tuple[Optional[Job], bool, bool]:
+        """The next job if one is there (held ones first), whether it was held, and whether the worker is to stop
+        (instead of a job, the end)."""
+        was_held = bool(self.held)
+        try:
+            job = self._next(0)
+        except queue.Empty:
+            return None, False, False
+        return job, was_held, job is None
+
+    def _settle(self, job: Job, outcome: object, count: int) -> None:
+        """Hand ``job`` its results (or an error); ``count``: the lines decoded with its own."""
+        job.batched_with = count
+        job.done(outcome)
+        with self._lock:
+            self.in_flight -= 1
+
     def _run(self, batch: list[Job], count: int) -> None:
         """Decode a batch's lines together and hand each job its own results (or the error)."""
         began = time.perf_counter()
@@ -129,12 +213,9 @@ class Batcher:
         self.decoding_s += time.perf_counter() - began
         start = 0
         for job in batch:
-            job.batched_with = count
             if results is None:
-                job.done(error)
+                self._settle(job, error, count)
             else:
                 own = results[start:start + len(job.lines)]
-                job.done([replace(r, index=r.index - start) for r in own])
+                self._settle(job, [replace(r, index=r.index - start) for r in own], count)
                 start += len(job.lines)
-            with self._lock:
-                self.in_flight -= 1

@@ -37,12 +37,13 @@ def start(*args) -> tuple[subprocess.Popen, str]:
     raise AssertionError("serve did not answer in 60 s")
 
 
-def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_ckpt, tmp_path):
+@pytest.mark.parametrize("batching", [[], ["--continuous"]])
+def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_ckpt, tmp_path, batching):
     cli = run(["translate", "-m", trained_ckpt], input="forty-two\none\n").stdout.splitlines()
     model = tmp_path / "de"
     model.mkdir()
     shutil.copy(trained_ckpt, model / "best.pt")
-    server, url = start("-m", model / "best.pt", "--threads", 1)
+    server, url = start("-m", model / "best.pt", "--threads", 1, *batching)
     try:
         assert [m["name"] for m in httpx.get(f"{url}/models").json()["models"]] == ["de"]
         r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "one"]})

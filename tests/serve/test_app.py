@@ -31,10 +31,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(decoders, limits=None):
-    """``make_app(decoders, limits)`` served on a free loopback port, in a thread: its URL, and the server."""
+def served(decoders, limits=None, prepare=None):
+    """``make_app(decoders, limits)`` served on a free loopback port, in a thread (``prepare(app)`` first, if given):
+    its URL, and the server."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(decoders, limits or Limits()), host="127.0.0.1", port=port, log_level="error"))
+    app = make_app(decoders, limits or Limits())
+    if prepare:
+        prepare(app)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -153,30 +157,60 @@ def test_health_models_page_and_api_docs(url):
     assert "/translate" in httpx.get(f"{url}/openapi.json").json()["paths"]
 
 
-def test_concurrent_clients_each_get_their_own_lines_in_order(url, decoder):
-    expected = {line: r.texts[0] for line, r in zip(LINES, decoder.translate_texts(LINES))}
+def concurrent_clients(url, decoder) -> None:
+    """Eight clients sending 24 requests of 1-3 lines (every fifth with a target prefix on its first line): each gets
+    its own lines' translations, in order."""
     requests = [[LINES[(i + k) % 4] for k in range(1 + i % 3)] for i in range(24)]
+    prefixes = [["tausend"] + [""] * (len(lines) - 1) if i % 5 == 4 else None for i, lines in enumerate(requests)]
 
-    def ask(lines):
-        return httpx.post(f"{url}/translate", json={"text": lines}, timeout=60).json()["translations"]
+    def ask(lines, prefix):
+        body = {"text": lines, **({"prefix": prefix} if prefix else {})}
+        return httpx.post(f"{url}/translate", json=body, timeout=60).json()["translations"]
 
     with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(ask, requests))
-    for lines, answer in zip(requests, answers):
-        assert [t["outputs"][0]["text"] for t in answer] == [expected[line] for line in lines]
+        answers = list(pool.map(ask, requests, prefixes))
+    for i, (lines, prefix, answer) in enumerate(zip(requests, prefixes, answers)):
+        want = [r.texts[0] for r in decoder.translate_texts(lines, prefixes=prefix)]
+        assert [t["outputs"][0]["text"] for t in answer] == want, f"request {i}"
+        assert not (prefix and lines[0]) or want[0].startswith("tausend")
 
 
-def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shutdown(decoder, monkeypatch):
+def test_concurrent_clients_each_get_their_own_lines_in_order(url, decoder):
+    concurrent_clients(url, decoder)
+
+
+def test_with_continuous_batching_concurrent_clients_get_what_batches_give(decoder):
+    with served({"tiny": decoder}, Limits(max_batch=6, continuous=True)) as (address, _):
+        concurrent_clients(address, decoder)
+        health = httpx.get(f"{address}/health").json()
+    assert health["lines"] == sum(1 + i % 3 for i in range(24)) and health["in_flight"] == 0
+
+
+def on_decoding(batcher, call) -> None:
+    """Have ``call()`` run in the decoding thread as each batch is decoded, or each step of a running search taken."""
+    decode, stream = batcher.decode, batcher.stream
+    batcher.decode = lambda key, lines: call() or decode(key, lines)
+
+    def streamed(key):
+        search = stream(key)
+        if search is not None:
+            step = search.step
+            search.step = lambda: call() or step()
+        return search
+
+    batcher.stream = streamed
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shutdown(decoder, continuous):
     gate, entered = threading.Event(), threading.Event()
-    translate = decoder.translate
 
-    def held(*args, **kwargs):
+    def held():
         entered.set()
         gate.wait(30)
-        return translate(*args, **kwargs)
 
-    monkeypatch.setattr(decoder, "translate", held)
-    with served({"tiny": decoder}, Limits(queue_size=1, max_batch=1, max_wait_ms=0)) as (address, server):
+    limits = Limits(queue_size=1, max_batch=1, max_wait_ms=0, continuous=continuous)
+    with served({"tiny": decoder}, limits, lambda app: on_decoding(app.state.batcher, held)) as (address, server):
         with ThreadPoolExecutor(4) as pool:
             first = pool.submit(httpx.post, f"{address}/translate", json={"text": ["one"]}, timeout=60)
             assert entered.wait(30)  # the worker holds the first request
@@ -195,11 +229,11 @@ def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shut
         [r.texts[0] for r in decoder.translate_texts(["one", "forty-two"])]
 
 
-def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_are_answered(decoder):
-    app = make_app({"tiny": decoder}, worker_thread=False)
+@pytest.mark.parametrize("continuous", [False, True])
+def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_are_answered(decoder, continuous):
+    app = make_app({"tiny": decoder}, Limits(continuous=continuous), worker_thread=False)
     batcher, decoded_on = app.state.batcher, []
-    decode = batcher.decode
-    batcher.decode = lambda key, lines: decoded_on.append(threading.current_thread()) or decode(key, lines)
+    on_decoding(batcher, lambda: decoded_on.append(threading.current_thread()))
     port, answers = free_port(), []
 
     def client() -> None:
@@ -216,7 +250,7 @@ def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_a
     handler = signal.getsignal(signal.SIGTERM)
     threading.Thread(target=client).start()
     serve(app, "127.0.0.1", port)  # (returns on the signal)
-    assert answers[0].status_code == 200 and decoded_on == [threading.main_thread()]
+    assert answers[0].status_code == 200 and decoded_on and set(decoded_on) == {threading.main_thread()}
     assert signal.getsignal(signal.SIGTERM) is handler and batcher.finished.is_set()
 
 

@@ -117,3 +117,109 @@ def test_a_full_queue_refuses_and_stopping_finishes_every_job_submitted():
     recorder.gate.set()
     stopper.join(10)
     assert not batcher.thread.is_alive() and [got[0][0].texts for _, got, _ in waiting] == [["W1"], ["W2"]]
+
+
+class Steps:
+    """A running search (continuous batching) where a line of n characters takes n steps, each step waiting for a
+    tick of ``ticks``; the key ``"b"`` has none (its jobs are decoded in batches); records what it is given."""
+
+    def __init__(self):
+        self.ticks = threading.Semaphore(0)
+        self.live: dict = {}  # tag -> [lines, steps left]
+        self.added: list[list[bytes]] = []
+        self.waiting = threading.Event()  # set while a step waits for its tick
+
+    def __call__(self, key):
+        return None if key == "b" else self
+
+    @property
+    def busy(self):
+        return bool(self.live)
+
+    def add(self, tag, lines):
+        if b"bad" in lines:
+            raise ValueError("bad line")
+        self.added.append(list(lines))
+        self.live[tag] = [lines, max(len(line) for line in lines)]
+
+    def step(self):
+        self.waiting.set()
+        assert self.ticks.acquire(timeout=10)
+        self.waiting.clear()
+        if any(b"boom" in lines for lines, _ in self.live.values()):
+            self.live.clear()  # (the batcher makes a new search next)
+            raise RuntimeError("boom")
+        done = []
+        for tag, entry in list(self.live.items()):
+            entry[1] -= 1
+            if not entry[1]:
+                del self.live[tag]
+                done.append((tag, [LineResult(i, [line.decode().upper()], [0.0], [0.0], [1])
+                                   for i, line in enumerate(entry[0])]))
+        return done
+
+
+def tick(steps, n=1):
+    """Let the search take ``n`` steps, each once it waits for it."""
+    for _ in range(n):
+        assert steps.waiting.wait(10)
+        steps.waiting.clear()
+        steps.ticks.release()
+
+
+def test_jobs_join_a_running_search_and_are_answered_as_soon_as_their_lines_are_done():
+    steps = Steps()
+    batcher = Batcher(Recorder(), max_batch=4, stream=steps).start()
+    long, long_got, long_done = job(["aaaa"])
+    batcher.submit(long)
+    assert steps.waiting.wait(10)  # step 1 of the long job waits
+    short, short_got, short_done = job(["bb", "c"])
+    batcher.submit(short)
+    tick(steps, 3)  # it joins after step 1, and is done at step 3
+    assert short_done.wait(10) and not long_done.is_set()
+    assert [r.texts[0] for r in short_got[0]] == ["BB", "C"] and [r.index for r in short_got[0]] == [0, 1]
+    tick(steps)
+    assert long_done.wait(10) and [r.texts[0] for r in long_got[0]] == ["AAAA"]
+    assert (long.batched_with, short.batched_with) == (1, 3)
+    assert steps.added == [[b"aaaa"], [b"bb", b"c"]] and batcher.in_flight == 0
+    assert (batcher.batches, batcher.lines) == (1, 3)
+    batcher.stop(10)
+
+
+def test_a_job_that_may_not_join_waits_for_the_search_to_drain_and_newer_ones_wait_behind_it():
+    steps, recorder = Steps(), Recorder()
+    batcher = Batcher(recorder, max_batch=3, stream=steps).start()
+    first, _, first_done = job(["aa"])
+    batcher.submit(first)
+    assert steps.waiting.wait(10)
+    big, _, big_done = job(["xx", "y", "z"])  # (the search would hold 4 lines)
+    other, _, other_done = job(["other"], key="b")
+    late, _, late_done = job(["l"])
+    for j in (big, other, late):
+        batcher.submit(j)
+    tick(steps, 2)
+    assert first_done.wait(10) and steps.waiting.wait(10)  # none joined (the big one came first), which is searched
+    assert steps.added == [[b"aa"], [b"xx", b"y", b"z"]]
+    tick(steps, 2)
+    assert big_done.wait(10) and other_done.wait(10)
+    assert recorder.calls == [("b", [b"other"])]  # (decoded in a batch, before the late job's search)
+    tick(steps)
+    assert late_done.wait(10) and steps.added[-1] == [b"l"]
+    batcher.stop(10)
+
+
+def test_a_failed_search_fails_its_jobs_only_and_a_job_that_cannot_join_gets_its_error():
+    steps = Steps()
+    batcher = Batcher(Recorder(), max_batch=8, stream=steps).start()
+    bad, bad_got, bad_done = job(["bad"])
+    batcher.submit(bad)
+    assert bad_done.wait(10) and isinstance(bad_got[0], ValueError)
+    boom, boom_got, boom_done = job(["boom"])
+    batcher.submit(boom)
+    tick(steps)
+    assert boom_done.wait(10) and isinstance(boom_got[0], RuntimeError)
+    fine, fine_got, fine_done = job(["ok"])
+    batcher.submit(fine)
+    tick(steps, 2)
+    assert fine_done.wait(10) and fine_got[0][0].texts == ["OK"] and batcher.in_flight == 0
+    batcher.stop(10)
