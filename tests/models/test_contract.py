@@ -1,7 +1,8 @@
 """The contract every registered architecture keeps, taken from the registry (a new architecture is covered by
 registering it): teacher-forced forward equals step-by-step decoding, ``reorder`` moves every state, a sentence's
 output does not depend on its batch (teacher-forced, and searched greedily or by beam), a checkpoint round trip gives
-the same model, and a target prefix starts every output."""
+the same model, a target prefix starts every output, and sentences joining a running beam search (continuous
+batching) are decoded as alone where the model's states merge."""
 import pytest
 import torch
 
