@@ -129,7 +129,7 @@ def _decoding(log: Path) -> str:
 
 def summary(out: str) -> None:
     """The one summary file: the machine; every architecture's check; the Transformers' speed by window (epoch 1
-    apart), peak GPU memory, share of the matrix rate, and decoding speed."""
+    apart), peak GPU memory, share of the matrix rate, and decoding speed; the seconds of each command."""
     import torch
 
     root = Path(out)
@@ -179,6 +179,11 @@ def summary(out: str) -> None:
         if not base.name.endswith("+compile"):  # (a compiled run's model decodes as the plain run's)
             for mode in ("greedy", "beam5"):
                 lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
+    steps = root / "logs" / "steps.tsv"
+    if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)
+        lines += ["", "## seconds per command (TIME_LIMIT stops the check)", "", "| command's log | seconds | exit status |",
+                  "| --- | ---: | ---: |"]
+        lines += [f"| {' | '.join(line.split(chr(9)))} |" for line in steps.read_text().splitlines()]
     (root / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if failed or any("FAILED" in line for line in lines):

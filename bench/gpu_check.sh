@@ -1,40 +1,64 @@
 #!/usr/bin/env bash
-# One check of a GPU (issue 33), about 5-8 minutes on one H100-class GPU: everything it measures goes into
-# OUT/summary.txt, the logs into OUT/logs.tar.gz.
-#   1. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
-#      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
-#      features as an image), so that text, multi-source and captioning models all run;
-#   2. the Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, shared and tied embeddings) and bitatt-transformer
+# One check of a GPU (issue 33), at most TIME_LIMIT seconds (default 420) on one H100-class GPU, then the summary:
+# everything it measures goes into OUT/summary.txt, the logs into OUT/logs.tar.gz.
+#   1. the Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, shared and tied embeddings) and bitatt-transformer
 #      of the same size train BASE_STEPS updates of BASE_BATCH-token batches with --amp: tok/s per window of 25
 #      updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per target token of one
 #      batch, torch.utils.flop_counter, against a d x 4d matrix product in the mixed precision); then the test set
-#      decoded greedy and with beam 5 (sentences/s).
+#      decoded greedy and with beam 5 (sentences/s);
+#   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
+#      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
+#      features as an image), so that text, multi-source and captioning models all run.
+# Every command runs under what is left of TIME_LIMIT: one still running at the limit is stopped, later ones are not
+# run, and the summary says so (a failed step). The seconds each command took are in the summary (a GPU process's
+# start-up is a large part of the small steps). It needs no installed `nmtkit` command: without one on the PATH it
+# runs `PYTHON -m nmtkit` (PYTHON default python3; put the checkout on PYTHONPATH).
 # Usage: bench/gpu_check.sh [OUT]    (default bench/runs/gpu_check; a folder it made before is replaced)
-# Environment: DEVICE (default cuda), STEPS (20), LINES (50), BASE_STEPS (200), BASE_BATCH (8192), CORPUS (a folder of
-#   {train,dev,test}.{en,de} for step 2, with SPM its SentencePiece model, e.g. ../shared/bench/lo-ende-sp8k's
-#   files; default the numbers corpus of `nmtkit demo-corpus`, PAIRS pairs, default 100000: about 90 updates an
-#   epoch, so that 200 updates reach epoch 3; word vocabulary),
-#   ARCHS (default every registered architecture), BASE_ARCHS (default transformer bitatt-transformer), COMPILE=1 (the
-#   Transformer base once more with train --compile, as "transformer+compile": its tok/s per window against the plain
-#   run's; a few minutes more), TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit
-#   status 1 if any step failed.
+# Environment: DEVICE (default cuda), TIME_LIMIT (420), STEPS (20), LINES (50), BASE_STEPS (200), BASE_BATCH (8192),
+#   CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model, e.g. LibreOffice
+#   en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of `nmtkit demo-corpus`, PAIRS
+#   pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3; word vocabulary),
+#   ARCHS (default every registered architecture; " " for none), BASE_ARCHS (default transformer bitatt-transformer),
+#   COMPILE=1 (the Transformer base once more with train --compile, as "transformer+compile": its tok/s per window
+#   against the plain run's), TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit
+#   status 1 if any step failed or was not run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 out=${1:-$here/runs/gpu_check}
-device=${DEVICE:-cuda}
+device=${DEVICE:-cuda} python=${PYTHON:-python3}
 steps=${STEPS:-20} lines=${LINES:-50} base_steps=${BASE_STEPS:-200} base_batch=${BASE_BATCH:-8192}
+deadline=$(($(date +%s) + ${TIME_LIMIT:-420}))
 size=default base=(--d-model 512 --ffn-size 2048 --heads 8 --enc-layers 6 --dec-layers 6)
 if [ "${TINY:-0}" = 1 ]; then
   size=tiny base=(--d-model 32 --ffn-size 64 --heads 2 --enc-layers 1 --dec-layers 1)
 fi
+nmtkit=(nmtkit)
+command -v nmtkit > /dev/null || nmtkit=("$python" -m nmtkit)
 fresh "$out"
 logs=$out/logs
 mkdir -p "$logs" "$out/arch" "$out/base"
-helper() { python "$here/gpu_check.py" "$@"; }
+helper=("$python" "$here/gpu_check.py")
+# timed LOG COMMAND...: COMMAND (standard error into LOG) under what is left of TIME_LIMIT; its seconds and exit
+# status into logs/steps.tsv. Not run, or stopped, at the limit: LOG says so (a failed step of the summary).
+timed() {
+  local log=$1 left start tenths status=0
+  left=$((deadline - $(date +%s)))
+  if [ "$left" -lt 5 ]; then
+    echo "not run: TIME_LIMIT reached" > "$log"
+    printf '%s\t-\tnot run\n' "${log##*/}" >> "$logs/steps.tsv"
+    return 1
+  fi
+  start=$(date +%s%N)
+  timeout -k 5 "$left" "${@:2}" 2> "$log" || status=$?
+  [ "$status" != 124 ] && [ "$status" != 137 ] || echo "stopped: TIME_LIMIT reached" >> "$log"
+  tenths=$((($(date +%s%N) - start) / 100000000))
+  printf '%s\t%d.%d\t%s\n' "${log##*/}" $((tenths / 10)) $((tenths % 10)) "$status" >> "$logs/steps.tsv"
+  return "$status"
+}
 finish() {  # the summary and the logs' tarball, whatever happened; exit 1 if a step failed (FAILED in the summary)
   local status=$?
-  helper summary "$out" > /dev/null 2> "$logs/summary.log" || status=1
+  "${helper[@]}" summary "$out" > /dev/null 2> "$logs/summary.log" || status=1
   tar -czf "$out/logs.tar.gz" -C "$out" logs
   echo "summary: $out/summary.txt; logs: $out/logs.tar.gz" >&2
   [ "$status" = 0 ] || echo "error: a step failed: see $out/summary.txt" >&2
@@ -42,56 +66,60 @@ finish() {  # the summary and the logs' tarball, whatever happened; exit 1 if a 
 }
 trap finish EXIT
 
-echo "== 1. every architecture: $steps updates, $lines lines decoded on $device" >&2
-nmtkit demo-corpus "$out/numbers" --train 3000 --valid 100 --test "$lines" 2> "$logs/numbers.log"
-helper multimodal "$out/numbers" "$out/mm"
-nmtkit preprocess --train "$out/mm/train" --valid "$out/mm/valid" --test "$out/mm/test" --src en --src mt=mt \
-  --tgt de --src-images img --features "train=$out/mm/train.npy" --features "valid=$out/mm/valid.npy" \
-  --features "test=$out/mm/test.npy" --vocab word:1000 -o "$out/mm/data" 2> "$logs/mm.preprocess.log"
-archs=${ARCHS:-$(python -c "from nmtkit.models.registry import load_plugins, model_names
-load_plugins()
-print(*model_names())")}
-for arch in $archs; do
-  mapfile -t sizes < <(helper options "$arch" "$size")
-  if nmtkit train --data "$out/mm/data" --arch "$arch" ${sizes[@]+"${sizes[@]}"} --device "$device" --amp \
-       --batch-size 32 --max-steps "$steps" --log-every $((steps < 5 ? steps : 5)) --valid-every "$steps" \
-       --valid-max-sentences 10 --save-every 0 \
-       --save-dir "$out/arch/$arch" 2> "$logs/$arch.train.log"; then
-    mapfile -t command < <(helper decode "$out/arch/$arch/last.pt" "$out/mm")
-    nmtkit "${command[@]}" --device "$device" --beam 5 -o "$out/arch/$arch.test.de" 2> "$logs/$arch.decode.log" || true
-  fi
-  echo "$arch done" >&2
-done
-
-echo "== 2. the Transformer base: $base_steps updates of $base_batch tokens, then the test set decoded" >&2
+echo "== 1. the Transformer base: $base_steps updates of $base_batch tokens, then the test set decoded" >&2
 if [ -n "${CORPUS:-}" ]; then
   text=$CORPUS vocab=(--src-vocab "${SPM:?SPM: the SentencePiece model of CORPUS}" --tgt-vocab "$SPM") valid=dev
 else
-  nmtkit demo-corpus "$out/text" --train "${PAIRS:-100000}" --valid 500 --test 500 2> "$logs/text.log"
+  timed "$logs/text.log" "${nmtkit[@]}" demo-corpus "$out/text" --train "${PAIRS:-100000}" --valid 500 --test 500 \
+    || true
   text=$out/text vocab=(--vocab word:1000 --joint) valid=valid
 fi
-nmtkit preprocess --train "$text/train" --valid "$text/$valid" --test "$text/test" --src en --tgt de "${vocab[@]}" \
-  --max-len 100 -o "$out/text.data" 2> "$logs/text.preprocess.log"
+timed "$logs/text.preprocess.log" "${nmtkit[@]}" preprocess --train "$text/train" --valid "$text/$valid" \
+  --test "$text/test" --src en --tgt de "${vocab[@]}" --max-len 100 -o "$out/text.data" || true
 base_archs=${BASE_ARCHS:-transformer bitatt-transformer}
 [ "${COMPILE:-0}" = 1 ] && base_archs="$base_archs transformer+compile"
 for name in $base_archs; do
   arch=${name%+compile} run=$out/base/$name compiled=()
   [ "$arch" != "$name" ] && compiled=(--compile)
-  if nmtkit train --data "$out/text.data" --arch "$arch" "${base[@]}" ${compiled[@]+"${compiled[@]}"} \
-       --share-embeddings --tie-embeddings \
+  if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
+       ${compiled[@]+"${compiled[@]}"} --share-embeddings --tie-embeddings \
        --label-smoothing 0.1 --batch-type tokens --batch-size "$base_batch" --optimizer adam --lr 0.0007 \
        --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
        --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
-       --valid-max-sentences 50 --save-every 0 \
-       --save-dir "$run" 2> "$logs/$name.base.train.log"; then
-    helper rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" > "$out/base/$name.rate.json" \
-      2> "$logs/$name.rate.log" || rm -f "$out/base/$name.rate.json"
+       --valid-max-sentences 50 --save-every 0 --save-dir "$run"; then
+    timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" \
+      > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
     [ ${#compiled[@]} -gt 0 ] && continue  # (the same model decodes as the plain run's)
     for mode in greedy beam5; do
       search=(--greedy); [ "$mode" = beam5 ] && search=(--beam 5)
-      nmtkit translate -m "$run/last.pt" "${search[@]}" --device "$device" --batch-size 64 -i "$text/test.en" \
-        -o "$run.test.$mode.de" 2> "$logs/$name.$mode.log" || true
+      timed "$logs/$name.$mode.log" "${nmtkit[@]}" translate -m "$run/last.pt" "${search[@]}" --device "$device" \
+        --batch-size 64 -i "$text/test.en" -o "$run.test.$mode.de" || true
     done
   fi
   echo "$name done" >&2
+done
+
+echo "== 2. every architecture: $steps updates, $lines lines decoded on $device" >&2
+timed "$logs/numbers.log" "${nmtkit[@]}" demo-corpus "$out/numbers" --train 3000 --valid 100 --test "$lines" &&
+  "${helper[@]}" multimodal "$out/numbers" "$out/mm" || true
+timed "$logs/mm.preprocess.log" "${nmtkit[@]}" preprocess --train "$out/mm/train" --valid "$out/mm/valid" \
+  --test "$out/mm/test" --src en --src mt=mt --tgt de --src-images img --features "train=$out/mm/train.npy" \
+  --features "valid=$out/mm/valid.npy" --features "test=$out/mm/test.npy" --vocab word:1000 -o "$out/mm/data" || true
+archs=${ARCHS:-$("$python" -c "from nmtkit.models.registry import load_plugins, model_names
+load_plugins()
+print(*model_names())")}
+for arch in $archs; do
+  if [ $((deadline - $(date +%s))) -lt 5 ]; then  # (no model loaded for its options either)
+    timed "$logs/$arch.train.log" true || continue
+  fi
+  mapfile -t sizes < <("${helper[@]}" options "$arch" "$size")
+  if timed "$logs/$arch.train.log" "${nmtkit[@]}" train --data "$out/mm/data" --arch "$arch" \
+       ${sizes[@]+"${sizes[@]}"} --device "$device" --amp --batch-size 32 --max-steps "$steps" \
+       --log-every $((steps < 5 ? steps : 5)) --valid-every "$steps" --valid-max-sentences 10 --save-every 0 \
+       --save-dir "$out/arch/$arch"; then
+    mapfile -t command < <("${helper[@]}" decode "$out/arch/$arch/last.pt" "$out/mm")
+    timed "$logs/$arch.decode.log" "${nmtkit[@]}" "${command[@]}" --device "$device" --beam 5 \
+      -o "$out/arch/$arch.test.de" || true
+  fi
+  echo "$arch done" >&2
 done

@@ -1,6 +1,9 @@
 """bench/gpu_check.sh runs end to end (on the CPU, small models): every architecture asked for trains and decodes,
 the Transformer's speed table, its share of the matrix rate and decoding speed, one summary file and one tarball;
-a failing step is FAILED in the summary and the exit status."""
+a failing step is FAILED in the summary and the exit status; the check ends at its time limit."""
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -25,3 +28,21 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     with tarfile.open(tmp_path / "check" / "logs.tar.gz") as logs:
         names = logs.getnames()
     assert "logs/rnnsearch.train.log" in names and "logs/transformer.beam5.log" in names
+
+
+def test_the_gpu_check_ends_at_its_time_limit_without_an_installed_nmtkit(tmp_path):
+    # no `nmtkit` on the PATH (a bare GPU machine with the checkout on PYTHONPATH): PYTHON -m nmtkit; a training far
+    # longer than TIME_LIMIT is stopped at it, and what comes after is not run: all of it FAILED in the summary
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "nmtkit").exists())
+    root = str(Path(__file__).parents[2])
+    r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "check")], capture_output=True, text=True,
+                       env={**os.environ, "PATH": path, "PYTHON": sys.executable, "PYTHONPATH": root,
+                            "DEVICE": "cpu", "TINY": "1", "PAIRS": "300", "BASE_ARCHS": "transformer",
+                            "ARCHS": "rnnsearch", "BASE_STEPS": "100000", "BASE_BATCH": "128", "TIME_LIMIT": "30"})
+    assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
+    logs = tmp_path / "check" / "logs"
+    assert (logs / "transformer.base.train.log").read_text().endswith("stopped: TIME_LIMIT reached\n")
+    assert (logs / "rnnsearch.train.log").read_text() == "not run: TIME_LIMIT reached\n"
+    summary = (tmp_path / "check" / "summary.txt").read_text()
+    assert "| transformer.base.train.log | " in summary and "| text.preprocess.log | " in summary
+    assert "| rnnsearch.train.log | - | not run |" in summary and "| rnnsearch | FAILED |" in summary
