@@ -5,7 +5,7 @@
 #   preprocess: for each N of SIZES (default "1000000 10000000"): RUNS/scale/N.{en,de}, LibreOffice help en-de's
 #               training pairs repeated up to N pairs, copy k with " k" ending both sides (numbered variants, so
 #               the text is not one block repeated); then `nmtkit preprocess` of it (spm:8000 trained on
-#               --spm-sample 1,000,000 lines, --max-len 80, shards of 100,000 pairs): wall time, pairs/s, peak
+#               its default sample of 500,000 lines, --max-len 80, shards of 100,000 pairs): wall time, pairs/s, peak
 #               memory, shards. The text and corpus of each N are cleared after it (10M pairs: about 4 GB).
 #   train:      an rnnsearch of ../shared/bench/PEERS.md, TRAIN_STEPS (default 300) updates, 2 threads, on TRAIN_PAIRS
 #               (default 1,000,000) pairs made as above in 100 shards, and on LibreOffice help en-de itself (1 shard
@@ -56,7 +56,7 @@ preprocess)
     fresh "$work/$n"
     variants "$n" "$work/$n/train"
     timed "preprocess.$n" nmtkit preprocess --train "$work/$n/train" --valid "$data/dev" --src en --tgt de \
-      --vocab spm:8000 --spm-sample 1000000 --max-len 80 --shard-size 100000 -o "$work/$n/corpus"
+      --vocab spm:8000 --max-len 80 --shard-size 100000 -o "$work/$n/corpus"
     python - "$work/$n/corpus" "$n" "$work/preprocess.$n.log" "$work/preprocess.$n.time" <<'EOF'
 import json, sys
 from pathlib import Path

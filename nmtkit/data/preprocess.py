@@ -27,7 +27,7 @@ from nmtkit.data.text import (
     iter_lines,
     strip_newline,
 )
-from nmtkit.data.vocab import SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
+from nmtkit.data.vocab import SPM_SAMPLE, SentencePieceVocab, Vocab, WordVocab, load_vocab, vocab_filename
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import log, progress, warn
 
@@ -46,7 +46,7 @@ class VocabSpec:
     src_file: Optional[PathLike] = None
     tgt_file: Optional[PathLike] = None
     character_coverage: float = 0.9995  # SentencePiece: the share of the text's characters given their own piece
-    sample: int = 2_000_000  # SentencePiece: the most lines it trains on, sampled from the training text
+    sample: int = SPM_SAMPLE  # SentencePiece: the most lines it trains on, sampled from the training text
 
     @classmethod
     def parse(cls, text: str, **kw) -> "VocabSpec":

@@ -1,7 +1,7 @@
 """nmtkit preprocess end to end and its bad inputs."""
 import json
 
-from nmtkit.data.vocab import UNK, load_vocab
+from nmtkit.data.vocab import SPM_SAMPLE, UNK, load_vocab
 from tests.conftest import run
 
 
@@ -42,7 +42,7 @@ def test_spm_sample_bounds_the_lines_sentencepiece_reads(text_dir, tmp_path, mon
             "--vocab", "spm:60"]
     run([*base, "-o", tmp_path / "a"])
     run([*base, "-o", tmp_path / "b", "--spm-sample", 1500])
-    assert asked == [2_000_000, 1500]
+    assert asked == [SPM_SAMPLE, 1500]
     r = run([*base[:-1], "word:50", "-o", tmp_path / "bad", "--spm-sample", 1500], ok=False)
     assert r.exit_code == 2 and "--spm-sample goes with a SentencePiece vocabulary built here" in r.stderr
     r = run([*base, "-o", tmp_path / "bad", "--spm-sample", 10], ok=False)
