@@ -8,7 +8,8 @@
 #      decoded greedy and with beam 5 (sentences/s);
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
-#      features as an image), so that text, multi-source and captioning models all run.
+#      features as an image), so that text, multi-source and captioning models all run;
+#   3. the Transformer base again at batches of LARGE_BATCH tokens (its share of the matrix rate at a large batch).
 # Every command runs under what is left of TIME_LIMIT: one still running at the limit is stopped, later ones are not
 # run, and the summary says so (a failed step). The seconds each command took are in the summary (a GPU process's
 # start-up is a large part of the small steps). It needs no installed `nmtkit` command: without one on the PATH it
@@ -20,8 +21,8 @@
 #   pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3; word vocabulary),
 #   ARCHS (default every registered architecture; " " for none), BASE_ARCHS (default transformer bitatt-transformer),
 #   COMPILE=1 (the Transformer base once more with train --compile, as "transformer+compile": its tok/s per window
-#   against the plain run's), TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py). Exit
-#   status 1 if any step failed or was not run.
+#   against the plain run's), LARGE_BATCH (default 32768; 0: no step 3), TINY=1 (small models: the CPU smoke test
+#   of tests/bench/test_gpu_check.py). Exit status 1 if any step failed or was not run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -76,28 +77,37 @@ else
 fi
 timed "$logs/text.preprocess.log" "${nmtkit[@]}" preprocess --train "$text/train" --valid "$text/$valid" \
   --test "$text/test" --src en --tgt de "${vocab[@]}" --max-len 100 -o "$out/text.data" || true
+# base NAME...: each a base run: ARCH, ARCH+compile (train --compile; its model decodes as the plain run's) or
+# ARCH@TOKENS (batches of TOKENS; not decoded)
+base() {
+  local name arch run batch compiled
+  for name in "$@"; do
+    arch=${name%+compile} run=$out/base/$name batch=$base_batch compiled=()
+    [ "$arch" != "$name" ] && compiled=(--compile)
+    [[ $arch == *@* ]] && batch=${arch#*@} arch=${arch%@*}
+    if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
+         ${compiled[@]+"${compiled[@]}"} --share-embeddings --tie-embeddings \
+         --label-smoothing 0.1 --batch-type tokens --batch-size "$batch" --optimizer adam --lr 0.0007 \
+         --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
+         --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
+         --valid-max-sentences 50 --save-every 0 --save-dir "$run"; then
+      timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$batch" "$device" \
+        > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
+      if [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ]; then
+        for mode in greedy beam5; do
+          search=(--greedy); [ "$mode" = beam5 ] && search=(--beam 5)
+          timed "$logs/$name.$mode.log" "${nmtkit[@]}" translate -m "$run/last.pt" "${search[@]}" \
+            --device "$device" --batch-size 64 -i "$text/test.en" -o "$run.test.$mode.de" || true
+        done
+      fi
+    fi
+    echo "$name done" >&2
+  done
+}
 base_archs=${BASE_ARCHS:-transformer bitatt-transformer}
 [ "${COMPILE:-0}" = 1 ] && base_archs="$base_archs transformer+compile"
-for name in $base_archs; do
-  arch=${name%+compile} run=$out/base/$name compiled=()
-  [ "$arch" != "$name" ] && compiled=(--compile)
-  if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
-       ${compiled[@]+"${compiled[@]}"} --share-embeddings --tie-embeddings \
-       --label-smoothing 0.1 --batch-type tokens --batch-size "$base_batch" --optimizer adam --lr 0.0007 \
-       --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
-       --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
-       --valid-max-sentences 50 --save-every 0 --save-dir "$run"; then
-    timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$base_batch" "$device" \
-      > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
-    [ ${#compiled[@]} -gt 0 ] && continue  # (the same model decodes as the plain run's)
-    for mode in greedy beam5; do
-      search=(--greedy); [ "$mode" = beam5 ] && search=(--beam 5)
-      timed "$logs/$name.$mode.log" "${nmtkit[@]}" translate -m "$run/last.pt" "${search[@]}" --device "$device" \
-        --batch-size 64 -i "$text/test.en" -o "$run.test.$mode.de" || true
-    done
-  fi
-  echo "$name done" >&2
-done
+# shellcheck disable=SC2086
+base $base_archs
 
 echo "== 2. every architecture: $steps updates, $lines lines decoded on $device" >&2
 timed "$logs/numbers.log" "${nmtkit[@]}" demo-corpus "$out/numbers" --train 3000 --valid 100 --test "$lines" &&
@@ -123,3 +133,9 @@ for arch in $archs; do
   fi
   echo "$arch done" >&2
 done
+
+large=${LARGE_BATCH:-32768}
+if [ "$large" != 0 ]; then
+  echo "== 3. the Transformer base at batches of $large tokens (the matrix rate's share at a large batch)" >&2
+  base "transformer@$large"
+fi
