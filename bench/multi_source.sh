@@ -18,7 +18,8 @@
 #          SentencePiece model of 8,000 pieces, ENFR_VOCAB): ENFR_CONFIGS (default all of en fr concat flat hierarchical
 #          flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical; flat-balanced,
 #          hierarchical-normalised, t-hierarchical-normalised, and with --encoder-dropout 0.5 flat-encoder-dropout,
-#          hierarchical-encoder-dropout, t-flat-encoder-dropout and t-hierarchical-encoder-dropout on request) for
+#          hierarchical-encoder-dropout, t-flat-encoder-dropout and t-hierarchical-encoder-dropout, with 0.2
+#          flat-encoder-dropout-0.2 and hierarchical-encoder-dropout-0.2, on request) for
 #          each seed of SEEDS,
 #          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
 #          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
@@ -195,10 +196,13 @@ enfr)
     [flat-encoder-dropout]="--combination flat --encoder-dropout 0.5"
     [hierarchical-encoder-dropout]="--combination hierarchical --encoder-dropout 0.5"
     [t-flat-encoder-dropout]="--combination flat --encoder-dropout 0.5"
-    [t-hierarchical-encoder-dropout]="--combination hierarchical --encoder-dropout 0.5")
+    [t-hierarchical-encoder-dropout]="--combination hierarchical --encoder-dropout 0.5"
+    [flat-encoder-dropout-0.2]="--combination flat --encoder-dropout 0.2"
+    [hierarchical-encoder-dropout-0.2]="--combination hierarchical --encoder-dropout 0.2")
   all="en fr concat flat hierarchical flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical"
   all_known="$all flat-balanced hierarchical-normalised t-hierarchical-normalised"
   all_known+=" flat-encoder-dropout hierarchical-encoder-dropout t-flat-encoder-dropout t-hierarchical-encoder-dropout"
+  all_known+=" flat-encoder-dropout-0.2 hierarchical-encoder-dropout-0.2"
   for seed in ${SEEDS:-1}; do
     for name in ${ENFR_CONFIGS:-$all}; do
       if [ -z "${enfr_configs[$name]:-}" ]; then
