@@ -176,8 +176,8 @@ def summary(out: str) -> None:
         if rates:
             lines.append(f"{rates['flop_per_token'] / 1e6:,.1f} MFLOP per target token (forward and backward); matrix "
                          f"multiply {rates['matmul_flops'] / 1e12:.1f} TFLOP/s in {rates['dtype']}")
-        if not base.name.endswith("+compile") and "@" not in base.name:  # (decoded: the plain run at BASE_BATCH)
-            for mode in ("greedy", "beam5"):
+        for mode in ("greedy", "beam5"):  # (decoded: the plain runs at BASE_BATCH, not +compile or @TOKENS)
+            if (root / "logs" / f"{base.name}.{mode}.log").exists():
                 lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
     steps = root / "logs" / "steps.tsv"
     if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)

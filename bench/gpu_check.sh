@@ -40,18 +40,19 @@ fresh "$out"
 logs=$out/logs
 mkdir -p "$logs" "$out/arch" "$out/base"
 helper=("$python" "$here/gpu_check.py")
+# not_run LOG: true if TIME_LIMIT is (all but) reached, and then LOG and logs/steps.tsv say the step was not run
+not_run() {
+  [ $((deadline - $(date +%s))) -lt 5 ] || return 1
+  echo "not run: TIME_LIMIT reached" > "$1"
+  printf '%s\t-\tnot run\n' "${1##*/}" >> "$logs/steps.tsv"
+}
 # timed LOG COMMAND...: COMMAND (standard error into LOG) under what is left of TIME_LIMIT; its seconds and exit
 # status into logs/steps.tsv. Not run, or stopped, at the limit: LOG says so (a failed step of the summary).
 timed() {
-  local log=$1 left start tenths status=0
-  left=$((deadline - $(date +%s)))
-  if [ "$left" -lt 5 ]; then
-    echo "not run: TIME_LIMIT reached" > "$log"
-    printf '%s\t-\tnot run\n' "${log##*/}" >> "$logs/steps.tsv"
-    return 1
-  fi
+  local log=$1 start tenths status=0
+  not_run "$log" && return 1
   start=$(date +%s%N)
-  timeout -k 5 "$left" "${@:2}" 2> "$log" || status=$?
+  timeout -k 5 $((deadline - $(date +%s))) "${@:2}" 2> "$log" || status=$?
   [ "$status" != 124 ] && [ "$status" != 137 ] || echo "stopped: TIME_LIMIT reached" >> "$log"
   tenths=$((($(date +%s%N) - start) / 100000000))
   printf '%s\t%d.%d\t%s\n' "${log##*/}" $((tenths / 10)) $((tenths % 10)) "$status" >> "$logs/steps.tsv"
@@ -119,9 +120,7 @@ archs=${ARCHS:-$("$python" -c "from nmtkit.models.registry import load_plugins, 
 load_plugins()
 print(*model_names())")}
 for arch in $archs; do
-  if [ $((deadline - $(date +%s))) -lt 5 ]; then  # (no model loaded for its options either)
-    timed "$logs/$arch.train.log" true || continue
-  fi
+  not_run "$logs/$arch.train.log" && continue  # (no model loaded for its options either)
   mapfile -t sizes < <("${helper[@]}" options "$arch" "$size")
   if timed "$logs/$arch.train.log" "${nmtkit[@]}" train --data "$out/mm/data" --arch "$arch" \
        ${sizes[@]+"${sizes[@]}"} --device "$device" --amp --batch-size 32 --max-steps "$steps" \
