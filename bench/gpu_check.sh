@@ -9,7 +9,8 @@
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
-#   3. the Transformer base again at batches of LARGE_BATCH tokens (its share of the matrix rate at a large batch).
+#   3. the base runs of LATER_BASE (default transformer@32768: the Transformer base at 32,768-token batches, its share
+#      of the matrix rate at a large batch), after the every-architecture check so that the time limit falls on them.
 # Every command runs under what is left of TIME_LIMIT: one still running at the limit is stopped, later ones are not
 # run, and the summary says so (a failed step). The seconds each command took are in the summary (a GPU process's
 # start-up is a large part of the small steps). It needs no installed `nmtkit` command: without one on the PATH it
@@ -19,10 +20,12 @@
 #   CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model, e.g. LibreOffice
 #   en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of `nmtkit demo-corpus`, PAIRS
 #   pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3; word vocabulary),
-#   ARCHS (default every registered architecture; " " for none), BASE_ARCHS (default transformer bitatt-transformer),
-#   COMPILE=1 (the Transformer base once more with train --compile, as "transformer+compile": its tok/s per window
-#   against the plain run's), LARGE_BATCH (default 32768; 0: no step 3), TINY=1 (small models: the CPU smoke test
-#   of tests/bench/test_gpu_check.py). Exit status 1 if any step failed or was not run.
+#   ARCHS (default every registered architecture; " " for none), JOBS (architectures checked at once in step 2,
+#   default 4: a GPU process's start-up is most of each), BASE_ARCHS (default transformer bitatt-transformer) and
+#   LATER_BASE (default transformer@32768; " " for none): base runs, each ARCH (decoded), ARCH@TOKENS (batches of
+#   TOKENS) or ARCH+compile (train --compile: its tok/s per window against the plain run's); COMPILE=1 adds
+#   transformer+compile to LATER_BASE; TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py).
+#   Exit status 1 if any step failed or was not run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -105,10 +108,8 @@ base() {
     echo "$name done" >&2
   done
 }
-base_archs=${BASE_ARCHS:-transformer bitatt-transformer}
-[ "${COMPILE:-0}" = 1 ] && base_archs="$base_archs transformer+compile"
 # shellcheck disable=SC2086
-base $base_archs
+base ${BASE_ARCHS:-transformer bitatt-transformer}
 
 echo "== 2. every architecture: $steps updates, $lines lines decoded on $device" >&2
 timed "$logs/numbers.log" "${nmtkit[@]}" demo-corpus "$out/numbers" --train 3000 --valid 100 --test "$lines" &&
@@ -119,8 +120,10 @@ timed "$logs/mm.preprocess.log" "${nmtkit[@]}" preprocess --train "$out/mm/train
 archs=${ARCHS:-$("$python" -c "from nmtkit.models.registry import load_plugins, model_names
 load_plugins()
 print(*model_names())")}
-for arch in $archs; do
-  not_run "$logs/$arch.train.log" && continue  # (no model loaded for its options either)
+# check ARCH: it trains STEPS updates, then decodes the test lines
+check() {
+  local arch=$1 sizes command
+  not_run "$logs/$arch.train.log" && return  # (no model loaded for its options either)
   mapfile -t sizes < <("${helper[@]}" options "$arch" "$size")
   if timed "$logs/$arch.train.log" "${nmtkit[@]}" train --data "$out/mm/data" --arch "$arch" \
        ${sizes[@]+"${sizes[@]}"} --device "$device" --amp --batch-size 32 --max-steps "$steps" \
@@ -131,10 +134,17 @@ for arch in $archs; do
       -o "$out/arch/$arch.test.de" || true
   fi
   echo "$arch done" >&2
+}
+for arch in $archs; do  # JOBS at a time
+  while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-4}" ]; do wait -n || true; done
+  check "$arch" &
 done
+wait
 
-large=${LARGE_BATCH:-32768}
-if [ "$large" != 0 ]; then
-  echo "== 3. the Transformer base at batches of $large tokens (the matrix rate's share at a large batch)" >&2
-  base "transformer@$large"
+later=${LATER_BASE:-transformer@32768}
+[ "${COMPILE:-0}" = 1 ] && later="$later transformer+compile"
+if [ -n "${later// /}" ]; then
+  echo "== 3. base runs after the check: $later" >&2
+  # shellcheck disable=SC2086
+  base $later
 fi

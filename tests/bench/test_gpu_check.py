@@ -15,7 +15,7 @@ SCRIPT = Path(__file__).parents[2] / "bench" / "gpu_check.sh"
 def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     r = run_recipe(SCRIPT, tmp_path / "check", ARCHS="rnnsearch nosuch show-attend-tell", BASE_ARCHS="transformer",
                    DEVICE="cpu", TINY="1", STEPS="2", LINES="3", BASE_STEPS="4", BASE_BATCH="128", PAIRS="300",
-                   LARGE_BATCH="512")
+                   LATER_BASE="transformer@512")
     assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
     summary = (tmp_path / "check" / "summary.txt").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
@@ -23,7 +23,7 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
         assert rows[arch].startswith(f"| {arch} | 2 | ") and "| 3 lines, " in rows[arch], summary
     assert "FAILED" in rows["nosuch"] and "1 architecture(s) failed" in summary
     assert "## transformer: tok/s per window of 4 updates" in summary and "| 4 | 1 | " in summary
-    assert "MFLOP per target token" in summary and "% |" in rows["4"]
+    assert "MFLOP per target token" in summary and "TFLOP/s (the share's base" in summary and "% |" in rows["4"]
     for mode in ("greedy", "beam5"):
         assert f"test decoding, {mode}: 500 lines, " in summary
     large = summary[summary.index("## transformer@512: tok/s per window of 4 updates"):]  # step 3, not decoded
