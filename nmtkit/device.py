@@ -60,13 +60,19 @@ def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
 
 def prepare(device: torch.device) -> None:
     """Settings for fast work on ``device``, before its first use: on CUDA, TF32 for float32 matrix products and
-    convolutions (Ampere and later; 10 mantissa bits, as PyTorch's "high" precision) and, unless the user set
-    PYTORCH_CUDA_ALLOC_CONF, the caching allocator's expandable segments (batches of ever new shapes then reuse
-    memory instead of fragmenting it). Nothing elsewhere."""
+    convolutions (Ampere and later; 10 mantissa bits, as PyTorch's "high" precision); attention without cuDNN's
+    kernels (the process's setting); and, unless the user set PYTORCH_CUDA_ALLOC_CONF, the caching allocator's
+    expandable segments (batches of ever new shapes then reuse memory instead of fragmenting it). Nothing
+    elsewhere."""
     if device.type != "cuda":
         return
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
+    # PyTorch 2.11 gives attention with a padding mask to cuDNN first on recent GPUs, and cuDNN builds an execution
+    # plan for every new (batch, length) shape, reported at about half a second forward and as much backward (issue
+    # 33: an H200 trained the Transformer base at a tenth of its later speed in epoch 1, where most batch shapes are
+    # new). The memory-efficient kernel takes masks without per-shape plans.
+    torch.backends.cuda.enable_cudnn_sdp(False)
     if "PYTORCH_CUDA_ALLOC_CONF" not in os.environ and not torch.cuda.is_initialized():
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
 

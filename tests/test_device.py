@@ -34,8 +34,12 @@ def test_mixed_precision_on_a_gpu_is_bfloat16_where_it_is_native(monkeypatch, ca
     assert autocast_dtype(torch.device("cuda")) == dtype  # float16 (loss scaled) before Ampere
 
 
-def test_a_gpu_is_prepared_with_tf32_and_expandable_segments(monkeypatch):
+def test_a_gpu_is_prepared_with_tf32_expandable_segments_and_no_cudnn_attention(monkeypatch, request):
     from nmtkit.device import prepare
+
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    request.addfinalizer(lambda: torch.backends.cuda.enable_cudnn_sdp(was))
+    torch.backends.cuda.enable_cudnn_sdp(True)
 
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
@@ -44,8 +48,10 @@ def test_a_gpu_is_prepared_with_tf32_and_expandable_segments(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     prepare(torch.device("cpu"))  # nothing for the CPU
     assert not torch.backends.cuda.matmul.allow_tf32 and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    assert torch.backends.cuda.cudnn_sdp_enabled()
     prepare(torch.device("cuda"))
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    assert not torch.backends.cuda.cudnn_sdp_enabled()  # (cuDNN's attention plans a kernel per new batch shape)
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")  # the user's own setting stays
     prepare(torch.device("cuda"))
