@@ -189,8 +189,10 @@ def summary(out: str) -> None:
                          f"rate in {rates['dtype']}: {rates['peak_flops'] / 1e12:.1f} TFLOP/s (the share's base: a "
                          f"square product), {rates['matmul_flops'] / 1e12:.1f} at the model's d x 4d")
         for mode in ("greedy", "beam5"):  # (decoded: the plain runs at BASE_BATCH, not +compile or @TOKENS)
-            if (root / "logs" / f"{base.name}.{mode}.log").exists():
-                lines.append(f"test decoding, {mode}: {_decoding(root / 'logs' / f'{base.name}.{mode}.log')}")
+            for where, log in (("", f"{base.name}.{mode}.log"), (f" on the CPU ({os.cpu_count()} cores), a sample",
+                                                                 f"{base.name}.cpu.{mode}.log")):
+                if (root / "logs" / log).exists():
+                    lines.append(f"test decoding{where}, {mode}: {_decoding(root / 'logs' / log)}")
     steps = root / "logs" / "steps.tsv"
     if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)
         lines += ["", "## seconds per command (TIME_LIMIT stops the check)", "", "| command's log | seconds | exit status |",

@@ -4,8 +4,9 @@
 #   1. the Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, shared and tied embeddings) and bitatt-transformer
 #      of the same size train BASE_STEPS updates of BASE_BATCH-token batches with --amp: tok/s per window of 25
 #      updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per target token of one
-#      batch, torch.utils.flop_counter, against a d x 4d matrix product in the mixed precision); then the test set
-#      decoded greedy and with beam 5 (sentences/s);
+#      batch, torch.utils.flop_counter, against the GPU's peak: an 8192-cubed matrix product in the mixed precision);
+#      then the test set decoded greedy and with beam 5 (sentences/s), and CPU_LINES of its lines (every k-th,
+#      default 200) on the machine's CPU, for the GPU's speed-up;
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
@@ -17,8 +18,8 @@
 # runs `PYTHON -m nmtkit` (PYTHON default python3; put the checkout on PYTHONPATH).
 # Usage: bench/gpu_check.sh [OUT]    (default bench/runs/gpu_check; a folder it made before is replaced)
 # Environment: DEVICE (default cuda), TIME_LIMIT (420), STEPS (20), LINES (50), BASE_STEPS (200), BASE_BATCH (8192),
-#   CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model, e.g. LibreOffice
-#   en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of `nmtkit demo-corpus`, PAIRS
+#   CPU_LINES (200), CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model,
+#   e.g. LibreOffice en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of `nmtkit demo-corpus`, PAIRS
 #   pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3; word vocabulary),
 #   ARCHS (default every registered architecture; " " for none), JOBS (architectures checked at once in step 2,
 #   default 4: a GPU process's start-up is most of each), BASE_ARCHS (default transformer bitatt-transformer) and
@@ -98,10 +99,14 @@ base() {
       timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$batch" "$device" \
         > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
       if [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ]; then
+        awk -v k=$(($(wc -l < "$text/test.en") / ${CPU_LINES:-200})) 'k < 2 || NR % k == 1' "$text/test.en" \
+          > "$run.sample.en"
         for mode in greedy beam5; do
           search=(--greedy); [ "$mode" = beam5 ] && search=(--beam 5)
           timed "$logs/$name.$mode.log" "${nmtkit[@]}" translate -m "$run/last.pt" "${search[@]}" \
             --device "$device" --batch-size 64 -i "$text/test.en" -o "$run.test.$mode.de" || true
+          timed "$logs/$name.cpu.$mode.log" "${nmtkit[@]}" translate -m "$run/last.pt" "${search[@]}" \
+            --device cpu --batch-size 64 -i "$run.sample.en" -o "$run.sample.$mode.de" || true
         done
       fi
     fi
