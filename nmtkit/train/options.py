@@ -14,6 +14,7 @@ from nmtkit.config import (
 )
 from nmtkit.metrics.text import VALIDATION_METRICS
 from nmtkit.train.optim import OPTIMIZERS
+from nmtkit.train.profiling import PROFILE
 from nmtkit.train.schedules import SCHEDULES
 
 TRAIN_OPTIONS = [
@@ -71,6 +72,9 @@ TRAIN_OPTIONS = [
                          "bfloat16 on CPUs that have it natively, else float32 with a warning)"),
     Option("compile", False, "compile the training forward pass with torch.compile (minutes of compiling first; "
                              "worth it only where measured: bench/gpu_check.sh times it on GPUs)"),
+    Option("profile", "", "profile updates A to B (e.g. 50:60) with torch.profiler: time per update on the host and "
+                          "the device, kernel launches, each operation's time into SAVE_DIR/profile.txt, the trace "
+                          "into profile.json (those updates run slower)", allows=PROFILE),
     Option("threads", 0, "CPU threads for PyTorch (0: PyTorch's default)", allows=THREADS),
     Option("dist_timeout", 300.0, "seconds to wait for all torchrun processes to join before giving up",
            allows=Range(0, 7 * 24 * 3600, low_open=True)),

@@ -44,6 +44,7 @@ from nmtkit.train.optim import (
     make_optimizer,
     set_lr,
 )
+from nmtkit.train.profiling import UpdateProfiler
 from nmtkit.train.run_log import RunLog
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
@@ -126,6 +127,7 @@ class Trainer:
                  "where mixed precision is slower than float32; training in float32")
         self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
         self.run_log = RunLog(self.save_dir / "train.jsonl")
+        self.profiler = UpdateProfiler(config["profile"] if self.dist.is_main else "", self.save_dir, self.device)
         self.diagnostics: dict[str, float] = {}  # --diagnostics of the update to log next
         self.resumed = resume
 
@@ -269,6 +271,7 @@ class Trainer:
                 made = Prefetched(epoch, ahead, pin=self.device.type == "cuda") if ahead else contextlib.nullcontext(epoch)
                 with made as batches:
                     for group in chunked(batches, c["accum_steps"]):
+                        self.profiler.before(p.step + 1)
                         t0 = time.perf_counter()
                         loss = self._update(group)
                         dt = time.perf_counter() - t0
@@ -276,6 +279,7 @@ class Trainer:
                         if loss is None:
                             continue
                         p.step += 1
+                        self.profiler.after(p.step, dt)
                         set_lr(self.optimizer, self.schedule.on_update(p.step))
                         p.elapsed += dt
                         tokens = sum(b.tgt_tokens for b in group)
@@ -303,6 +307,7 @@ class Trainer:
                         stop_reason = self._stop_reason(budget)
                         if stop_reason:
                             last_valid = self._validate_and_save()
+        self.profiler.close()
         if self.dist.is_main:
             log(f"stopped: {stop_reason}; {p.step} updates, best {c['decay_metric']} {self.stopping.best}")
         return last_valid

@@ -1,0 +1,77 @@
+"""``train --profile A:B``: updates A to B (counted from 1, both included) run under ``torch.profiler``, and what
+they spent their time on goes into the save folder: ``profile.txt`` (per update: wall time, the device's kernel
+time, kernel launches and host synchronisations; then the operations by their own device time, or host time on a
+CPU) and ``profile.json`` (the trace, for Perfetto or chrome://tracing). For finding what keeps a GPU waiting."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import torch
+from torch.profiler import ProfilerActivity
+
+from nmtkit.config import Pattern
+from nmtkit.errors import NmtkitError
+
+#: the values ``--profile`` allows
+PROFILE = Pattern(r"|[1-9][0-9]*:[1-9][0-9]*", "A:B, the first and the last update to profile (from 1)")
+_LAUNCHES = ("cudaLaunch", "cuLaunch")  #: host-side names of a kernel's launch (runtime and driver API)
+_SYNCS = ("Synchronize",)  #: host waits: cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize
+
+
+def profiled_updates(spec: str) -> Optional[range]:
+    """The updates ``--profile A:B`` names (None for ``""``); a one-line error if B comes before A."""
+    if not spec:
+        return None
+    first, last = map(int, spec.split(":"))
+    if last < first:
+        raise NmtkitError(f"--profile {spec}: the last update comes before the first", exit_code=2)
+    return range(first, last + 1)
+
+
+class UpdateProfiler:
+    """Starts ``torch.profiler`` before the first update of ``spec`` and writes its findings after the last (or
+    at :meth:`close`, where training stops sooner). The trainer calls :meth:`before` and :meth:`after` around each
+    update."""
+
+    def __init__(self, spec: str, save_dir: Path, device: torch.device):
+        self.updates, self.save_dir, self.device = profiled_updates(spec), save_dir, device
+        self._profiler: Optional[torch.profiler.profile] = None
+        self._seconds: list[float] = []
+
+    def before(self, step: int) -> None:
+        """Update ``step`` (from 1) is about to run."""
+        if self.updates is not None and step == self.updates.start and self._profiler is None:
+            gpu = [ProfilerActivity.CUDA] if self.device.type == "cuda" else []
+            self._profiler = torch.profiler.profile(activities=[ProfilerActivity.CPU, *gpu])
+            self._profiler.start()
+
+    def after(self, step: int, seconds: float) -> None:
+        """Update ``step`` took ``seconds`` (wall time, up to its loss on the host)."""
+        if self._profiler is None:
+            return
+        self._seconds.append(seconds)
+        if self.updates is not None and step >= self.updates[-1]:
+            self.close()
+
+    def close(self) -> None:
+        """Stop profiling and write ``profile.txt`` and ``profile.json`` (nothing if no update was profiled)."""
+        if self._profiler is None:
+            return
+        profiler, self._profiler = self._profiler, None
+        profiler.stop()
+        if not self._seconds:
+            return
+        events = profiler.key_averages()
+        n = len(self._seconds)
+        device_us = sum(e.self_device_time_total for e in events)
+        launches = sum(e.count for e in events if e.key.startswith(_LAUNCHES))
+        syncs = sum(e.count for e in events if any(s in e.key for s in _SYNCS))
+        sort = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
+        lines = [f"{n} updates profiled on {self.device}: per update {1000 * sum(self._seconds) / n:.2f} ms wall, "
+                 f"{device_us / 1000 / n:.2f} ms of device kernels, {launches / n:.0f} kernel launches, "
+                 f"{syncs / n:.1f} host synchronisations",
+                 "", events.table(sort_by=sort, row_limit=40)]
+        self.save_dir.mkdir(parents=True, exist_ok=True)
+        (self.save_dir / "profile.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        profiler.export_chrome_trace(str(self.save_dir / "profile.json"))
