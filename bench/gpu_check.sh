@@ -85,20 +85,23 @@ timed "$logs/text.preprocess.log" "${nmtkit[@]}" preprocess --train "$text/train
 # base NAME...: each a base run: ARCH, ARCH+compile (train --compile; its model decodes as the plain run's) or
 # ARCH@TOKENS (batches of TOKENS; not decoded)
 base() {
-  local name arch run batch compiled
+  local name arch run batch compiled profile
   for name in "$@"; do
-    arch=${name%+compile} run=$out/base/$name batch=$base_batch compiled=()
+    arch=${name%+compile} run=$out/base/$name batch=$base_batch compiled=() profile=()
     [ "$arch" != "$name" ] && compiled=(--compile)
     [[ $arch == *@* ]] && batch=${arch#*@} arch=${arch%@*}
+    [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ] &&  # its last 10 updates profiled (train --profile)
+      profile=(--profile "$((base_steps > 10 ? base_steps - 9 : 1)):$base_steps")
     if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
-         ${compiled[@]+"${compiled[@]}"} --share-embeddings --tie-embeddings \
+         ${compiled[@]+"${compiled[@]}"} ${profile[@]+"${profile[@]}"} --share-embeddings --tie-embeddings \
          --label-smoothing 0.1 --batch-type tokens --batch-size "$batch" --optimizer adam --lr 0.0007 \
          --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
          --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
          --valid-max-sentences 50 --save-every 0 --save-dir "$run"; then
       timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$batch" "$device" \
         > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
-      if [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ]; then
+      if [ ${#profile[@]} != 0 ]; then
+        cp "$run/profile.txt" "$logs/$name.profile.txt" || true
         awk -v k=$(($(wc -l < "$text/test.en") / ${CPU_LINES:-200})) 'k < 2 || NR % k == 1' "$text/test.en" \
           > "$run.sample.en"
         for mode in greedy beam5; do

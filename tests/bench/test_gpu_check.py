@@ -24,6 +24,7 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     assert "FAILED" in rows["nosuch"] and "1 architecture(s) failed" in summary
     assert "## transformer: tok/s per window of 4 updates" in summary and "| 4 | 1 | " in summary
     assert "MFLOP per target token" in summary and "TFLOP/s (the share's base" in summary and "% |" in rows["4"]
+    assert "train --profile, the last window: 4 updates profiled on cpu: per update " in summary
     for mode in ("greedy", "beam5"):  # the test set on DEVICE, and a sample of it (CPU_LINES) on the CPU
         assert f"test decoding, {mode}: 500 lines, " in summary
         assert f"test decoding on the CPU ({os.cpu_count()} cores), a sample, {mode}: 100 lines, " in summary
