@@ -6,7 +6,8 @@
 #      updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per target token of one
 #      batch, torch.utils.flop_counter, against the GPU's peak: an 8192-cubed matrix product in the mixed precision);
 #      then the test set decoded greedy and with beam 5 (sentences/s), and CPU_LINES of its lines (every k-th,
-#      default 200) on the machine's CPU, for the GPU's speed-up;
+#      default 200) on the machine's CPU, for the GPU's speed-up; every base run's last 10 updates are profiled
+#      (train --profile: wall and kernel time, launches and host synchronisations per update);
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
@@ -85,23 +86,22 @@ timed "$logs/text.preprocess.log" "${nmtkit[@]}" preprocess --train "$text/train
 # base NAME...: each a base run: ARCH, ARCH+compile (train --compile; its model decodes as the plain run's) or
 # ARCH@TOKENS (batches of TOKENS; not decoded)
 base() {
-  local name arch run batch compiled profile
+  local name arch run batch compiled
   for name in "$@"; do
-    arch=${name%+compile} run=$out/base/$name batch=$base_batch compiled=() profile=()
+    arch=${name%+compile} run=$out/base/$name batch=$base_batch compiled=()
     [ "$arch" != "$name" ] && compiled=(--compile)
     [[ $arch == *@* ]] && batch=${arch#*@} arch=${arch%@*}
-    [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ] &&  # its last 10 updates profiled (train --profile)
-      profile=(--profile "$((base_steps > 10 ? base_steps - 9 : 1)):$base_steps")
     if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
-         ${compiled[@]+"${compiled[@]}"} ${profile[@]+"${profile[@]}"} --share-embeddings --tie-embeddings \
+         ${compiled[@]+"${compiled[@]}"} --profile "$((base_steps > 10 ? base_steps - 9 : 1)):$base_steps" \
+         --share-embeddings --tie-embeddings \
          --label-smoothing 0.1 --batch-type tokens --batch-size "$batch" --optimizer adam --lr 0.0007 \
          --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \
          --max-steps "$base_steps" --log-every $((base_steps < 25 ? base_steps : 25)) --valid-every "$base_steps" \
          --valid-max-sentences 50 --save-every 0 --save-dir "$run"; then
       timed "$logs/$name.rate.log" "${helper[@]}" rate "$run/last.pt" "$out/text.data" "$batch" "$device" \
         > "$out/base/$name.rate.json" || rm -f "$out/base/$name.rate.json"
-      if [ ${#profile[@]} != 0 ]; then
-        cp "$run/profile.txt" "$logs/$name.profile.txt" || true
+      cp "$run/profile.txt" "$logs/$name.profile.txt" || true  # (its last 10 updates: train --profile)
+      if [ ${#compiled[@]} = 0 ] && [ "$batch" = "$base_batch" ]; then
         awk -v k=$(($(wc -l < "$text/test.en") / ${CPU_LINES:-200})) 'k < 2 || NR % k == 1' "$text/test.en" \
           > "$run.sample.en"
         for mode in greedy beam5; do

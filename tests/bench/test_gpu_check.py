@@ -30,6 +30,7 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
         assert f"test decoding on the CPU ({os.cpu_count()} cores), a sample, {mode}: 100 lines, " in summary
     large = summary[summary.index("## transformer@512: tok/s per window of 4 updates"):]  # step 3, not decoded
     assert "| 4 | " in large and "MFLOP per target token" in large and "test decoding" not in large
+    assert "train --profile, the last window: 4 updates profiled" in large
     assert "batch_size: 512\n" in (tmp_path / "check" / "base" / "transformer@512" / "config.yaml").read_text()
     with tarfile.open(tmp_path / "check" / "logs.tar.gz") as logs:
         names = logs.getnames()
