@@ -5,9 +5,10 @@ CPU) and ``profile.json`` (the trace, for Perfetto or chrome://tracing). For fin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
 from nmtkit.config import Pattern
@@ -63,15 +64,23 @@ class UpdateProfiler:
         if not self._seconds:
             return
         events = profiler.key_averages()
-        n = len(self._seconds)
-        device_us = sum(e.self_device_time_total for e in events)
-        launches = sum(e.count for e in events if e.key.startswith(_LAUNCHES))
-        syncs = sum(e.count for e in events if any(s in e.key for s in _SYNCS))
         sort = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
-        lines = [f"{n} updates profiled on {self.device}: per update {1000 * sum(self._seconds) / n:.2f} ms wall, "
-                 f"{device_us / 1000 / n:.2f} ms of device kernels, {launches / n:.0f} kernel launches, "
-                 f"{syncs / n:.1f} host synchronisations",
-                 "", events.table(sort_by=sort, row_limit=40)]
+        lines = [per_update(events, self._seconds, self.device), "", events.table(sort_by=sort, row_limit=40)]
         self.save_dir.mkdir(parents=True, exist_ok=True)
         (self.save_dir / "profile.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         profiler.export_chrome_trace(str(self.save_dir / "profile.json"))
+
+
+def per_update(events: Sequence, seconds: Sequence[float], device: torch.device) -> str:
+    """The first line of ``profile.txt``: of the profiled updates (``seconds`` each, wall time) on ``device``, per
+    update the wall time, the device's time in kernels (the device's own events, not the host operations that
+    launched them, which carry the same time), kernel launches and host synchronisations, from ``events`` (the
+    profiler's :meth:`key_averages`)."""
+    n = len(seconds)
+    device_us = sum(e.self_device_time_total for e in events
+                    if e.device_type != DeviceType.CPU and not e.is_user_annotation)
+    launches = sum(e.count for e in events if e.key.startswith(_LAUNCHES))
+    syncs = sum(e.count for e in events if any(s in e.key for s in _SYNCS))
+    return (f"{n} updates profiled on {device}: per update {1000 * sum(seconds) / n:.2f} ms wall, "
+            f"{device_us / 1000 / n:.2f} ms of device kernels, {launches / n:.0f} kernel launches, "
+            f"{syncs / n:.1f} host synchronisations")

@@ -1,9 +1,13 @@
 """``train --profile A:B`` profiles exactly those updates and writes what they spent their time on; bad ranges are
 refused in one line."""
 import json
+from types import SimpleNamespace
 
 import pytest
+import torch
+from torch.autograd import DeviceType
 
+from nmtkit.train.profiling import per_update
 from tests.conftest import TINY_MODEL, run
 
 
@@ -38,3 +42,15 @@ def test_a_bad_range_is_refused_in_one_line(corpus_dir, tmp_path, value, says):
     r = _train(corpus_dir, tmp_path / "run", "--profile", value, ok=False)
     assert r.exit_code == 2 and says in r.stderr, r.stderr
     assert not (tmp_path / "run" / "profile.txt").exists()
+
+
+def test_the_summary_counts_device_time_once_and_names_launches_and_syncs():
+    # a host operation carries the time of the kernels it launched; only the device's own events count
+    event = lambda key, count, device, us: SimpleNamespace(key=key, count=count, device_type=device,
+                                                           self_device_time_total=us, is_user_annotation=False)
+    events = [event("aten::mm", 4, DeviceType.CPU, 3000.0), event("sm90_gemm_kernel", 4, DeviceType.CUDA, 3000.0),
+              event("cudaLaunchKernel", 6, DeviceType.CPU, 0.0), event("cuLaunchKernelEx", 2, DeviceType.CPU, 0.0),
+              event("cudaStreamSynchronize", 2, DeviceType.CPU, 0.0)]
+    assert per_update(events, [0.01, 0.03], torch.device("cuda")) == (
+        "2 updates profiled on cuda: per update 20.00 ms wall, 1.50 ms of device kernels, 4 kernel launches, "
+        "1.0 host synchronisations")
