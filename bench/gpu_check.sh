@@ -20,8 +20,9 @@
 # Usage: bench/gpu_check.sh [OUT]    (default bench/runs/gpu_check; a folder it made before is replaced)
 # Environment: DEVICE (default cuda), TIME_LIMIT (420), STEPS (20), LINES (50), BASE_STEPS (200), BASE_BATCH (8192),
 #   CPU_LINES (200), CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model,
-#   e.g. LibreOffice en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of `nmtkit demo-corpus`, PAIRS
-#   pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3; word vocabulary),
+#   e.g. LibreOffice en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of
+#   `nmtkit demo-corpus`, PAIRS pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3;
+#   word vocabulary),
 #   ARCHS (default every registered architecture; " " for none), JOBS (architectures checked at once in step 2,
 #   default 4: a GPU process's start-up is most of each), BASE_ARCHS (default transformer bitatt-transformer) and
 #   LATER_BASE (default transformer@32768; " " for none): base runs, each ARCH (decoded), ARCH@TOKENS (batches of
