@@ -189,8 +189,8 @@ def summary(out: str) -> None:
                          f"rate in {rates['dtype']}: {rates['peak_flops'] / 1e12:.1f} TFLOP/s (the share's base: a "
                          f"square product), {rates['matmul_flops'] / 1e12:.1f} at the model's d x 4d")
         profile = root / "logs" / f"{base.name}.profile.txt"
-        if profile.exists():  # (train --profile of the last updates: their window runs slower)
-            lines.append("train --profile, the last window: " + profile.read_text().splitlines()[0])
+        if profile.exists():  # (train --profile of updates PROFILE: their window runs slower)
+            lines.append("train --profile (its window runs slower): " + profile.read_text().splitlines()[0])
         for mode in ("greedy", "beam5"):  # (decoded: the plain runs at BASE_BATCH, not +compile or @TOKENS)
             for where, log in (("", f"{base.name}.{mode}.log"), (f" on the CPU ({os.cpu_count()} cores), a sample",
                                                                  f"{base.name}.cpu.{mode}.log")):

@@ -6,8 +6,9 @@
 #      updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per target token of one
 #      batch, torch.utils.flop_counter, against the GPU's peak: an 8192-cubed matrix product in the mixed precision);
 #      then the test set decoded greedy and with beam 5 (sentences/s), and CPU_LINES of its lines (every k-th,
-#      default 200) on the machine's CPU, for the GPU's speed-up; every base run's last 10 updates are profiled
-#      (train --profile: wall and kernel time, launches and host synchronisations per update);
+#      default 200) on the machine's CPU, for the GPU's speed-up; every base run's updates PROFILE (A:B, default
+#      the last 10) are profiled (train --profile: wall and kernel time, launches and host synchronisations per
+#      update; their window of the speed table runs slower);
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
@@ -22,7 +23,7 @@
 #   CPU_LINES (200), CORPUS (a folder of {train,dev,test}.{en,de} for step 1, with SPM its SentencePiece model,
 #   e.g. LibreOffice en-de and ../shared/bench/lo-ende-sp8k/spm.model; default the numbers corpus of
 #   `nmtkit demo-corpus`, PAIRS pairs, default 100000: about 90 updates an epoch, so that 200 updates reach epoch 3;
-#   word vocabulary),
+#   word vocabulary), PROFILE (the base runs' updates under train --profile, A:B; default the last 10),
 #   ARCHS (default every registered architecture; " " for none), JOBS (architectures checked at once in step 2,
 #   default 4: a GPU process's start-up is most of each), BASE_ARCHS (default transformer bitatt-transformer) and
 #   LATER_BASE (default transformer@32768; " " for none): base runs, each ARCH (decoded), ARCH@TOKENS (batches of
@@ -93,7 +94,7 @@ base() {
     [ "$arch" != "$name" ] && compiled=(--compile)
     [[ $arch == *@* ]] && batch=${arch#*@} arch=${arch%@*}
     if timed "$logs/$name.base.train.log" "${nmtkit[@]}" train --data "$out/text.data" --arch "$arch" "${base[@]}" \
-         ${compiled[@]+"${compiled[@]}"} --profile "$((base_steps > 10 ? base_steps - 9 : 1)):$base_steps" \
+         ${compiled[@]+"${compiled[@]}"} --profile "${PROFILE:-$((base_steps > 10 ? base_steps - 9 : 1)):$base_steps}" \
          --share-embeddings --tie-embeddings \
          --label-smoothing 0.1 --batch-type tokens --batch-size "$batch" --optimizer adam --lr 0.0007 \
          --lr-schedule inverse-sqrt --warmup-steps 4000 --adam-beta2 0.98 --amp --device "$device" \

@@ -39,12 +39,13 @@ class UpdateProfiler:
         self.updates, self.save_dir, self.device = profiled_updates(spec), save_dir, device
         self._profiler: Optional[torch.profiler.profile] = None
         self._seconds: list[float] = []
+        self._first = 0  # the first update profiled
 
     def before(self, step: int) -> None:
         """Update ``step`` (from 1) is about to run."""
         if self.updates is not None and step == self.updates.start and self._profiler is None:
             gpu = [ProfilerActivity.CUDA] if self.device.type == "cuda" else []
-            self._profiler = torch.profiler.profile(activities=[ProfilerActivity.CPU, *gpu])
+            self._profiler, self._first = torch.profiler.profile(activities=[ProfilerActivity.CPU, *gpu]), step
             self._profiler.start()
 
     def after(self, step: int, seconds: float) -> None:
@@ -65,22 +66,23 @@ class UpdateProfiler:
             return
         events = profiler.key_averages()
         sort = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
-        lines = [per_update(events, self._seconds, self.device), "", events.table(sort_by=sort, row_limit=40)]
+        lines = [per_update(events, self._seconds, self.device, self._first), "",
+                 events.table(sort_by=sort, row_limit=40)]
         self.save_dir.mkdir(parents=True, exist_ok=True)
         (self.save_dir / "profile.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         profiler.export_chrome_trace(str(self.save_dir / "profile.json"))
 
 
-def per_update(events: Sequence, seconds: Sequence[float], device: torch.device) -> str:
-    """The first line of ``profile.txt``: of the profiled updates (``seconds`` each, wall time) on ``device``, per
-    update the wall time, the device's time in kernels (the device's own events, not the host operations that
-    launched them, which carry the same time), kernel launches and host synchronisations, from ``events`` (the
-    profiler's :meth:`key_averages`)."""
+def per_update(events: Sequence, seconds: Sequence[float], device: torch.device, first: int) -> str:
+    """The first line of ``profile.txt``: which updates were profiled (from update ``first``, ``seconds`` each,
+    wall time) on ``device``, and per update the wall time, the device's time in kernels (the device's own events,
+    not the host operations that launched them, which carry the same time), kernel launches and host
+    synchronisations, from ``events`` (the profiler's :meth:`key_averages`)."""
     n = len(seconds)
     device_us = sum(e.self_device_time_total for e in events
                     if e.device_type != DeviceType.CPU and not e.is_user_annotation)
     launches = sum(e.count for e in events if e.key.startswith(_LAUNCHES))
     syncs = sum(e.count for e in events if any(s in e.key for s in _SYNCS))
-    return (f"{n} updates profiled on {device}: per update {1000 * sum(seconds) / n:.2f} ms wall, "
+    return (f"updates {first}-{first + n - 1} profiled on {device}: per update {1000 * sum(seconds) / n:.2f} ms wall, "
             f"{device_us / 1000 / n:.2f} ms of device kernels, {launches / n:.0f} kernel launches, "
             f"{syncs / n:.1f} host synchronisations")

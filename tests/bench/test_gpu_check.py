@@ -15,7 +15,7 @@ SCRIPT = Path(__file__).parents[2] / "bench" / "gpu_check.sh"
 def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     r = run_recipe(SCRIPT, tmp_path / "check", ARCHS="rnnsearch nosuch show-attend-tell", BASE_ARCHS="transformer",
                    DEVICE="cpu", TINY="1", STEPS="2", LINES="3", BASE_STEPS="4", BASE_BATCH="128", PAIRS="300",
-                   LATER_BASE="transformer@512", CPU_LINES="100")
+                   LATER_BASE="transformer@512", CPU_LINES="100", PROFILE="3:4")
     assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
     summary = (tmp_path / "check" / "summary.txt").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
@@ -24,13 +24,13 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     assert "FAILED" in rows["nosuch"] and "1 architecture(s) failed" in summary
     assert "## transformer: tok/s per window of 4 updates" in summary and "| 4 | 1 | " in summary
     assert "MFLOP per target token" in summary and "TFLOP/s (the share's base" in summary and "% |" in rows["4"]
-    assert "train --profile, the last window: 4 updates profiled on cpu: per update " in summary
+    assert "train --profile (its window runs slower): updates 3-4 profiled on cpu: per update " in summary
     for mode in ("greedy", "beam5"):  # the test set on DEVICE, and a sample of it (CPU_LINES) on the CPU
         assert f"test decoding, {mode}: 500 lines, " in summary
         assert f"test decoding on the CPU ({os.cpu_count()} cores), a sample, {mode}: 100 lines, " in summary
     large = summary[summary.index("## transformer@512: tok/s per window of 4 updates"):]  # step 3, not decoded
     assert "| 4 | " in large and "MFLOP per target token" in large and "test decoding" not in large
-    assert "train --profile, the last window: 4 updates profiled" in large
+    assert "train --profile (its window runs slower): updates 3-4 profiled" in large
     assert "batch_size: 512\n" in (tmp_path / "check" / "base" / "transformer@512" / "config.yaml").read_text()
     with tarfile.open(tmp_path / "check" / "logs.tar.gz") as logs:
         names = logs.getnames()
