@@ -43,6 +43,7 @@ BITATT_OPTIONS = TRANSFORMER_OPTIONS + [
 
 class BiTAttTransformer(Transformer):
     attention_labels = {"encoders": ("source", "reverse target")}
+    compiles_once = False  # (the greedy reverse pass of training loops over steps)
 
     def __init__(self, *args, reverse_context: str = "greedy", **kwargs):
         super().__init__(*args, **kwargs)

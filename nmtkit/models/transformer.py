@@ -227,7 +227,10 @@ class Positions(nn.Module):
         super().__init__()
         self.d_model, self.max_positions = d_model, max_positions
         self.learned = nn.Embedding(max_positions, d_model) if kind == "learned" else None
-        self.table = torch.empty(0, d_model)  # sinusoids computed so far (not a parameter, not saved)
+        # sinusoids: computed once for max_positions (a buffer, not saved: it follows the model to its device), and
+        # only longer sequences make it grow, so that a compiled model sees one table (no recompilation)
+        table = torch.empty(0, d_model) if self.learned else self._sinusoids(max_positions, None)
+        self.register_buffer("table", table, persistent=False)
 
     @property
     def limit(self) -> Optional[int]:
@@ -242,11 +245,11 @@ class Positions(nn.Module):
                 raise NmtkitError(f"a sequence of {end} tokens is longer than the {self.max_positions} "
                                   "learned positions of this model (max_positions)")
             return self.learned(torch.arange(offset, end, device=device))
-        if self.table.size(0) < end or self.table.device != device:
-            self.table = self._sinusoids(max(end, 2 * self.table.size(0), 128), device)
+        if self.table.size(0) < end:
+            self.table = self._sinusoids(max(end, 2 * self.table.size(0)), device)
         return self.table[offset:end]
 
-    def _sinusoids(self, length: int, device: torch.device) -> torch.Tensor:
+    def _sinusoids(self, length: int, device: Optional[torch.device]) -> torch.Tensor:
         freq = torch.exp(torch.arange(0, self.d_model, 2, device=device) * (-math.log(10000.0) / self.d_model))
         angles = torch.arange(length, device=device).unsqueeze(1).float() * freq
         return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :self.d_model]
@@ -254,6 +257,7 @@ class Positions(nn.Module):
 
 class Transformer(Seq2Seq):
     limit_option = "--max-positions"
+    compiles_once = True
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn_size: int = 2048, heads: int = 8,
                  enc_layers: int = 6, dec_layers: int = 6, dropout: float = 0.1, attention_dropout: float = 0.1,

@@ -34,6 +34,7 @@ from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
+from nmtkit.train.compiling import compiled
 from nmtkit.train.diagnostics import gradient_norms
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.length_limits import check_length_limits, width_caps
@@ -114,8 +115,11 @@ class Trainer:
         if self.dist.enabled:
             self.net = nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        if config["compile"]:  # the forward pass compiled; the model (its state, checkpoints) stays as it is
-            self.net = torch.compile(self.net, dynamic=True)
+        if config["compile"] and self.model.compiles_once:
+            self.net = compiled(self.net)
+        elif config["compile"] and self.dist.is_main:
+            warn(f"--compile: {config['arch']} would be compiled again for every new batch shape (its forward "
+                 "pass loops over steps); training it uncompiled")
         self.batches = TrainingBatches(self.corpus.shard_paths("train"), config["batch_size"],
                                        config["batch_type"] == "tokens", config["seed"], self.dist.rank,
                                        self.dist.world_size, config["max_len"],

@@ -293,8 +293,9 @@ def test_a_run_over_many_small_shards_resumes_exactly_across_their_boundaries(re
     assert sorted(once) == list(range(1, 121)) and twice == once
 
 
+@pytest.mark.parametrize("arch", ["transformer", "rnnsearch"])
 def test_compile_runs_the_forward_pass_through_torch_compile_and_saves_the_plain_model(reverse_corpus, tmp_path,
-                                                                                         monkeypatch):
+                                                                                         monkeypatch, capsys, arch):
     compiled = []
 
     def fake_compile(module, **options):  # (torch.compile itself takes minutes on a CPU: bench/gpu_check.sh times it)
@@ -304,9 +305,12 @@ def test_compile_runs_the_forward_pass_through_torch_compile_and_saves_the_plain
         return forward
 
     monkeypatch.setattr(torch, "compile", fake_compile)
-    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=3, valid_every=3,
+    trainer = Trainer(config(arch, data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=3, valid_every=3,
                              compile=True))
     trainer.train()
-    assert len(compiled) == 3 and compiled[0] == {"dynamic": True}
+    if arch == "transformer":  # (tests/models/test_contract.py: it compiles once for batches of every shape)
+        assert len(compiled) == 3 and compiled[0] == {"dynamic": True, "backend": "inductor"}
+    else:  # a loop over steps: compiled again for every batch shape, so not compiled, and the user told
+        assert compiled == [] and "--compile: rnnsearch would be compiled again" in capsys.readouterr().err
     saved = torch.load(tmp_path / "last.pt", weights_only=True)["model"]
     assert saved.keys() == trainer.model.state_dict().keys() and not any("_orig_mod" in k for k in saved)
