@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 GRID, DIM = 49, 64  #: the multimodal corpus' image: a 7 x 7 grid of 64 random features
 #: the models of the every-architecture check: small (``tiny``, for the CPU smoke test) or the architectures'
@@ -129,12 +130,18 @@ def _records(path: Path, kind: str) -> list[dict]:
     return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == kind]
 
 
-def _decoding(log: Path) -> str:
-    """``N lines, X lines/s`` from a decoding command's log, or what went wrong."""
+def _decoding(log: Path, output: Optional[Path] = None) -> str:
+    """``N lines, X lines/s`` from a decoding command's log, and the words per line of its ``output`` where given
+    (an undertrained model's outputs run long, and take longer: speeds compare at equal lengths); or what went
+    wrong."""
     text = log.read_text(errors="replace") if log.exists() else ""
     found = re.search(r"(?:translated|captioned) (\d+) lines in ([\d.]+) s \(([\d.]+) lines/s", text)
     if found:
-        return f"{found[1]} lines, {float(found[3]):,.1f} lines/s"
+        words = ""
+        if output is not None and output.exists():
+            outputs = output.read_text(encoding="utf-8").splitlines()
+            words = f", {sum(len(line.split()) for line in outputs) / max(len(outputs), 1):.1f} words a line"
+        return f"{found[1]} lines, {float(found[3]):,.1f} lines/s{words}"
     return "FAILED: " + (text.strip().splitlines() or ["no log"])[-1][:100]
 
 
@@ -192,10 +199,13 @@ def summary(out: str) -> None:
         if profile.exists():  # (train --profile of updates PROFILE: their window runs slower)
             lines.append("train --profile (its window runs slower): " + profile.read_text().splitlines()[0])
         for mode in ("greedy", "beam5"):  # (decoded: the plain runs at BASE_BATCH, not +compile or @TOKENS)
-            for where, log in (("", f"{base.name}.{mode}.log"), (f" on the CPU ({os.cpu_count()} cores), a sample",
-                                                                 f"{base.name}.cpu.{mode}.log")):
+            for where, log, output in (
+                    ("", f"{base.name}.{mode}.log", f"{base.name}.test.{mode}.de"),
+                    (f" on the CPU ({os.cpu_count()} cores), a sample", f"{base.name}.cpu.{mode}.log",
+                     f"{base.name}.sample.{mode}.de")):
                 if (root / "logs" / log).exists():
-                    lines.append(f"test decoding{where}, {mode}: {_decoding(root / 'logs' / log)}")
+                    lines.append(f"test decoding{where}, {mode}: "
+                                 f"{_decoding(root / 'logs' / log, root / 'base' / output)}")
     steps = root / "logs" / "steps.tsv"
     if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)
         lines += ["", "## seconds per command (TIME_LIMIT stops the check)", "", "| command's log | seconds | exit status |",
