@@ -70,8 +70,8 @@ TRAIN_OPTIONS = [
     Option("device", "auto", "cpu, cuda, cuda:N, mps, or auto (a GPU if there is one)", allows=DEVICE),
     Option("amp", False, "automatic mixed precision (bfloat16 on GPUs that have it, else float16 with loss scaling; "
                          "bfloat16 on CPUs that have it natively, else float32 with a warning)"),
-    Option("compile", False, "compile the training forward pass with torch.compile (minutes of compiling first; "
-                             "worth it only where measured: bench/gpu_check.sh times it on GPUs)"),
+    Option("compile", False, "compile the training forward pass with torch.compile, once for batches of every shape "
+                             "(the Transformers; models that loop over steps train uncompiled, with a warning)"),
     Option("profile", "", "profile updates A to B (e.g. 50:60) with torch.profiler: time per update on the host and "
                           "the device, kernel launches, each operation's time into SAVE_DIR/profile.txt, the trace "
                           "into profile.json (those updates run slower)", allows=PROFILE),
