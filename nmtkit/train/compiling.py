@@ -10,9 +10,10 @@ import torch.fx.experimental._config as shape_config
 from torch import nn
 
 #: Inductor's choices that compare a batch's sizes with a threshold: each comparison is a guard, and a batch on its
-#: other side a recompilation (both seen on an H200, issue 33: three in 75 updates, 35-55 s each). Fusing reductions
-#: of different loop orders (above 5 Mi elements: a layer norm's backward) and padding matrix products (above 8,000
-#: rows; batches are padded to a multiple of 8 already: ``--pad-multiple``). Names absent from a PyTorch are skipped.
+#: other side a recompilation (both seen on an H200, issue 33: three by update 75 of 8,192-token batches). Fusing
+#: reductions of different loop orders (above 5 Mi elements: a layer norm's backward) and padding matrix products
+#: (above 8,000 rows; batches are padded to a multiple of 8 already: ``--pad-multiple``). Names absent from a PyTorch
+#: are skipped.
 SIZE_GUARDING = {"triton.mix_order_reduction": False, "shape_padding": False}
 
 
