@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shortlist", help="a lexical table, as translate --shortlist (first 100, best 100)")
+    parser.add_argument("--arrival-order", action="store_true",
+                        help="batches of the lines in their order, as a server meets them (not sorted by length)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -102,10 +104,14 @@ def main() -> None:
     opts = SearchOptions(beam_size=args.beam, batch_size=args.batch_size)
     start = time.perf_counter()
     with torch.inference_mode():
-        translate_inputs(model, examples, opts, torch.device("cpu"))
+        for first in range(0, len(examples), args.batch_size if args.arrival_order else len(examples)):
+            translate_inputs(model, examples[first:first + (args.batch_size if args.arrival_order else len(examples))],
+                             opts, torch.device("cpu"))
     total = time.perf_counter() - start
     rest = total - sum(seconds.values())
-    print(f"{len(examples)} sentences, beam {args.beam}, batch {args.batch_size}, {args.threads} threads: {total:.2f} s "
+    order = "in arrival order" if args.arrival_order else "sorted by length"
+    print(f"{len(examples)} sentences, beam {args.beam}, batch {args.batch_size} {order}, {args.threads} threads: "
+          f"{total:.2f} s "
           f"({len(examples) / total:.1f} sent/s); {counts['steps']} steps, {counts['rows']:,} rows "
           f"({counts['rows'] / max(counts['steps'], 1):.0f} per step)")
     for name, s in sorted(seconds.items(), key=lambda kv: -kv[1]):

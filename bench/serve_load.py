@@ -50,7 +50,8 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     """``nmtkit serve`` on a free loopback port, once it listens: the process and its URL."""
     log = open(log_path, "w")
     server = subprocess.Popen(["nmtkit", "serve", "-m", f"bench={args.model}", "--port", "0", "--beam", str(args.beam),
-                               "--threads", str(args.threads), "--max-batch", str(args.max_batch),
+                               "--threads", str(max(1, args.threads // args.workers)), "--workers", str(args.workers),
+                               "--max-batch", str(args.max_batch),
                                "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024",
                                *(["--continuous"] if args.continuous else [])],
                               stdout=log, stderr=subprocess.STDOUT)
@@ -66,10 +67,12 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("error: serve did not start in 120 s")
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time (user + system) process ``pid`` has used so far (Linux /proc)."""
+def cpu_seconds(pid: int, children: bool = True) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far, with that of the processes it started (its
+    decoding workers) unless not ``children`` (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    started = Path(f"/proc/{pid}/task/{pid}/children").read_text().split() if children else []
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(int(c)) for c in started)
 
 
 def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
@@ -107,6 +110,7 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
                             counts["mixed_up" if text in outputs else "differs"] += 1
 
     before, server_cpu, client_cpu = httpx.get(f"{url}/health").json(), cpu_seconds(server_pid), time.process_time()
+    main_cpu = cpu_seconds(server_pid, children=False)
     start = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -122,6 +126,7 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
             "mean_batch": round((after["lines"] - before["lines"]) / batches, 2),
             "decoding": round((after["decoding_s"] - before["decoding_s"]) / seconds, 3),
             "server_cpu_s": round(cpu_seconds(server_pid) - server_cpu, 2),
+            "server_main_cpu_s": round(cpu_seconds(server_pid, children=False) - main_cpu, 2),
             "client_cpu_s": round(time.process_time() - client_cpu, 2)}
 
 
@@ -133,6 +138,8 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients of each phase [default: 1,4,16]")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of translate and serve [default: 2]")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="serve's decoding processes, the threads shared among them [default: 1]")
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--continuous", action="store_true",
@@ -151,19 +158,21 @@ def main() -> None:
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
-    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads; translate (batch 32): "
+    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads (serve: {args.workers} worker(s)); "
+          f"translate (batch 32): "
           f"{translate_speed:.1f} sentences/s")
     print(f"{'clients':>7} {'sent/s':>8} {'vs translate':>12} {'p50 ms':>8} {'p99 ms':>8} {'answered':>8} "
           f"{'mixed up':>8} {'differs':>7} {'errors':>6} {'unsent':>6} {'batch':>5} {'decoding':>8} "
-          f"{'server cpu':>10} {'client cpu':>10}")
+          f"{'server cpu':>10} {'of it http':>10} {'client cpu':>10}")
     for p in phases:
         p["vs_translate"] = round(p["sentences_per_s"] / translate_speed, 3)
         print(f"{p['clients']:>7} {p['sentences_per_s']:>8.1f} {p['vs_translate']:>12.2f} {p['p50_ms']:>8.1f} "
               f"{p['p99_ms']:>8.1f} {p['answered']:>8} {p['mixed_up']:>8} {p['differs']:>7} {p['errors']:>6} "
               f"{p['unsent']:>6} {p['mean_batch']:>5.1f} {p['decoding']:>8.0%} {p['server_cpu_s']:>9.1f}s "
-              f"{p['client_cpu_s']:>9.1f}s")
+              f"{p['server_main_cpu_s']:>9.1f}s {p['client_cpu_s']:>9.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps({"sentences": len(lines), "beam": args.beam, "threads": args.threads,
+                                               "workers": args.workers,
                                                "max_batch": args.max_batch, "max_wait_ms": args.max_wait_ms,
                                                "translate_sentences_per_s": round(translate_speed, 2),
                                                "phases": phases}, indent=1) + "\n")

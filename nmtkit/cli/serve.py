@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -63,9 +64,13 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic, as translate --precision")
-@click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)")
+@click.option("--threads", type=Checked(int, THREADS), default=0,
+              help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
+@click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
+              help="decoding processes, each with its own copy of the models, decoding a batch each at once (on "
+                   "CPUs, several of one thread each serve faster than one of several: docs/serve.md)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            continuous, queue_size, max_lines, max_chars, device, precision, threads):
+            continuous, queue_size, max_lines, max_chars, device, precision, threads, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
@@ -78,17 +83,33 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         from nmtkit.serve.app import Limits, make_app, serve
     except ImportError as e:
         raise NmtkitError(f"serve needs FastAPI and uvicorn: pip install 'nmtkit[serve]' ({e})", exit_code=2) from None
+    import torch
+
     from nmtkit.decoding import Decoder, DecodeSettings
     from nmtkit.progress import log
+    from nmtkit.serve.workers import WorkerPool
 
+    if continuous and workers > 1:
+        raise NmtkitError("--continuous: one search runs in one process; give --workers 1", exit_code=2)
+    if workers > 1 and not threads:
+        threads = max(1, torch.get_num_threads() // workers)
     models = named_models(specs)
-    decoders = {}
+    settings, decoders = {}, {}
     for name, checkpoints in models.items():
-        settings = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty, max_len_a=max_len_a,
-                                  max_len_b=max_len_b, max_input_len=max_input_len, batch_size=max_batch,
-                                  device=device, precision=precision, threads=threads, prefix=True,
-                                  constraints=True)
-        decoders[name] = Decoder(settings, name=f"batch of {name}")  # (warnings name a line of its batch)
+        settings[name] = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty,
+                                        max_len_a=max_len_a, max_len_b=max_len_b, max_input_len=max_input_len,
+                                        batch_size=max_batch, device=device, precision=precision, threads=threads,
+                                        prefix=True, constraints=True)
+        reader = settings[name] if workers == 1 else replace(settings[name], device="cpu")  # (workers decode)
+        decoders[name] = Decoder(reader, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
-    app = make_app(decoders, Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous), worker_thread=False)
-    serve(app, host, port)
+    limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
+    if workers == 1:
+        serve(make_app(decoders, limits, worker_thread=False), host, port)
+        return
+    pool = WorkerPool(settings, workers)
+    log(f"{workers} decoding processes of {threads} thread(s) each")
+    try:
+        serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)
+    finally:
+        pool.close()

@@ -27,6 +27,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.search.continuous import ContinuousSearch
 from nmtkit.search.translator import LineResult
 from nmtkit.serve.batcher import Batcher, Full, Job
+from nmtkit.serve.workers import WorkerPool, decode_batch
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,16 @@ def line_results(results: Sequence[LineResult]) -> list[dict]:
     return [{"outputs": result.outputs(), **({"truncated": True} if result.truncated else {})} for result in results]
 
 
-def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thread: bool = True) -> FastAPI:
+def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thread: bool = True,
+             pool: Optional[WorkerPool] = None) -> FastAPI:
     """The application serving ``decoders`` by name (the first is the default); its batcher
     (``app.state.batcher``) decodes in a thread of its own from startup to shutdown, or, without ``worker_thread``,
-    in the thread that calls its ``run`` (see :func:`serve`)."""
+    in the thread that calls its ``run`` (see :func:`serve`); or hands each batch to ``pool``'s worker processes,
+    which hold the same models (``decoders`` then read the requests)."""
     default = next(iter(decoders))
 
     def decode(key: Hashable, lines) -> list[LineResult]:
-        name, beam, n_best, alignments, _ = cast(tuple, key)
-        decoder = decoders[name]
-        options = replace(decoder.options, beam_size=beam, n_best=n_best)
-        return list(decoder.translate(lines, chunk_size=max(len(lines), 1), options=options, alignments=alignments))
+        return decode_batch(decoders, key, lines)
 
     def stream(key: Hashable) -> Optional[ContinuousSearch]:
         name, beam, n_best, alignments, guided = cast(tuple, key)
@@ -95,7 +95,11 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         decoder = decoders[name]
         return decoder.continuous(replace(decoder.options, beam_size=beam, n_best=n_best), alignments)
 
-    batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size, stream)
+    if pool is None:
+        batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size, stream)
+    else:
+        batcher = Batcher(pool.decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size,
+                          workers=pool.size)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -125,9 +129,10 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
 
     @app.get("/health")
     async def health() -> dict:
-        """Whether the server is up, and how busy: requests waiting and in flight, and since it started, the batches
-        decoded, their lines and the seconds spent decoding them."""
+        """Whether the server is up, and how busy: requests waiting and in flight, the decoding workers, and since it
+        started, the batches decoded, their lines and the seconds spent decoding them (summed over the workers)."""
         return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight,
+                "workers": batcher.workers,
                 "batches": batcher.batches, "lines": batcher.lines, "decoding_s": round(batcher.decoding_s, 3)}
 
     @app.get("/models")

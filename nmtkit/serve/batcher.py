@@ -3,10 +3,12 @@
 Requests become :class:`Job` s in a bounded queue; one worker thread takes the oldest job, then for up to
 ``max_wait`` seconds gathers the jobs that can share its batch (the same model and search settings, ``max_batch``
 lines in all), decodes their lines as one sequence (sorted by length inside the decoder) and gives each job its own
-results, in order. Jobs of other settings met meanwhile wait for the next round, in their order of arrival. One
-thread decodes, so the models never run concurrently with themselves: a thread of its own (:meth:`Batcher.start`),
-or the caller's (:meth:`Batcher.run`; ``nmtkit serve`` decodes on the main thread, where PyTorch's CPU operations
-run several times faster than from a thread it started: see :func:`nmtkit.serve.app.serve`).
+results, in order. Jobs of other settings met meanwhile wait for the next round, in their order of arrival. With
+one decoder (``workers=1``), the worker decodes each batch itself, so the models never run concurrently with
+themselves: in a thread of its own (:meth:`Batcher.start`), or the caller's (:meth:`Batcher.run`; ``nmtkit serve``
+decodes on the main thread, where PyTorch's CPU operations run several times faster than from a thread it started:
+see :func:`nmtkit.serve.app.serve`). With ``workers=N``, ``decode`` is called from up to N threads at once (one per
+worker process: :mod:`nmtkit.serve.workers`), and a batch is gathered whenever one of them is idle.
 
 Continuous batching, where ``stream(key)`` gives a :class:`Stream` for a job's settings: the job's lines start a
 running search at once, and the jobs of the same settings that arrive while it runs join it between two steps,
@@ -58,18 +60,22 @@ class Full(Exception):
 
 class Batcher:
     """A worker thread decoding queued jobs in batches of up to ``max_batch`` lines gathered for up to ``max_wait``
-    seconds; at most ``queue_size`` jobs wait."""
+    seconds, up to ``workers`` batches at once; at most ``queue_size`` jobs wait."""
 
     def __init__(self, decode: Decode, max_batch: int = 32, max_wait: float = 0.005, queue_size: int = 256,
-                 stream: Optional[Callable[[Hashable], Optional[Stream]]] = None):
+                 stream: Optional[Callable[[Hashable], Optional[Stream]]] = None, workers: int = 1):
+        if workers > 1 and stream is not None:
+            raise ValueError("continuous batching runs one search, in one worker")
         self.decode, self.max_batch, self.max_wait, self.stream = decode, max_batch, max_wait, stream
+        self.workers = workers
+        self._idle = threading.Semaphore(workers)  # decoders free to take a batch
         self.jobs: queue.Queue[Optional[Job]] = queue.Queue(queue_size)
         self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
         self.thread: Optional[threading.Thread] = None  #: the worker's own thread, if :meth:`start` made one
         self.finished = threading.Event()  #: set when the worker has ended
         self.in_flight = 0  #: jobs submitted and not done
         self.batches = self.lines = 0  #: batches decoded so far (continuous searches: each run until drained), their lines
-        self.decoding_s = 0.0  #: seconds spent decoding them (against the time up: how busy the worker is)
+        self.decoding_s = 0.0  #: seconds spent decoding them, summed over workers (against the time up: how busy)
         self._lock = threading.Lock()
 
     def start(self) -> "Batcher":
@@ -108,9 +114,11 @@ class Batcher:
     def _work(self) -> None:
         stopping = False
         while not stopping or self.held:
+            self._idle.acquire()  # (gather only for a decoder that can take the batch at once)
             first = self._next(None)  # (once stopping, only held jobs are left: they come first)
             if first is None:
                 stopping = True
+                self._idle.release()
                 continue
             search = self.stream(first.key) if self.stream else None
             if search is not None:
@@ -135,7 +143,12 @@ class Batcher:
             # passed held jobs are older than the ones still held, passed queued ones younger
             self.held.extendleft(reversed(passed[0]))
             self.held.extend(passed[1])
-            self._run(batch, count)
+            if self.workers == 1:
+                self._run(batch, count)
+            else:
+                threading.Thread(target=self._run, args=(batch, count), name="nmtkit-batch", daemon=True).start()
+        for _ in range(self.workers):  # the batches still being decoded are done
+            self._idle.acquire()
 
     def _stream(self, first: Job, search: Stream, stopping: bool) -> bool:
         """Search ``first``'s lines and those of the jobs of its settings that arrive meanwhile, continuously, until
@@ -181,6 +194,7 @@ class Batcher:
                 job, was_held, stopping = self._poll()
         self.batches += 1
         self.decoding_s += time.perf_counter() - began
+        self._idle.release()
         return stopping
 
     def _poll(self) -> tuple[Optional[Job], bool, bool]:
@@ -201,7 +215,8 @@ class Batcher:
             self.in_flight -= 1
 
     def _run(self, batch: list[Job], count: int) -> None:
-        """Decode a batch's lines together and hand each job its own results (or the error)."""
+        """Decode a batch's lines together and hand each job its own results (or the error); then the decoder is
+        idle."""
         began = time.perf_counter()
         try:
             results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
@@ -209,8 +224,9 @@ class Batcher:
             logging.getLogger("nmtkit.serve").exception("decoding a batch of %d lines failed", count)
             results = None
             error: Exception = e
-        self.batches, self.lines = self.batches + 1, self.lines + count
-        self.decoding_s += time.perf_counter() - began
+        with self._lock:
+            self.batches, self.lines = self.batches + 1, self.lines + count
+            self.decoding_s += time.perf_counter() - began
         start = 0
         for job in batch:
             if results is None:
@@ -219,3 +235,4 @@ class Batcher:
                 own = results[start:start + len(job.lines)]
                 self._settle(job, [replace(r, index=r.index - start) for r in own], count)
                 start += len(job.lines)
+        self._idle.release()

@@ -2,6 +2,7 @@
 in flight is answered; models are named on the command line."""
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -37,7 +38,21 @@ def start(*args) -> tuple[subprocess.Popen, str]:
     raise AssertionError("serve did not answer in 60 s")
 
 
-@pytest.mark.parametrize("batching", [[], ["--continuous"]])
+def workers_of(pid: int) -> list[int]:
+    """The decoding processes ``pid`` started (Linux /proc; not multiprocessing's resource tracker)."""
+    started = [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    return [c for c in started if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("batching", [[], ["--continuous"], ["--workers", 2]])
 def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_ckpt, tmp_path, batching):
     cli = run(["translate", "-m", trained_ckpt], input="forty-two\none\n").stdout.splitlines()
     model = tmp_path / "de"
@@ -48,6 +63,8 @@ def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_
         assert [m["name"] for m in httpx.get(f"{url}/models").json()["models"]] == ["de"]
         r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "one"]})
         assert [t["outputs"][0]["text"] for t in r.json()["translations"]] == cli
+        workers, processes = workers_of(server.pid), 2 if batching[:1] == ["--workers"] else 0
+        assert len(workers) == processes and httpx.get(f"{url}/health").json()["workers"] == max(processes, 1)
         lines = ["seven hundred forty-two thousand"] * 200  # a request that takes a while
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(httpx.post, f"{url}/translate", json={"text": lines, "beam": 8}, timeout=120)
@@ -60,6 +77,7 @@ def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_
     finally:
         server.kill()
     assert "Finished server process" in log and server.returncode in (0, 143), log
+    assert not [pid for pid in workers if alive(pid)]
 
 
 def test_models_are_named_by_folder_or_given_name_and_several_checkpoints_ensemble(tmp_path):
@@ -78,5 +96,7 @@ def test_models_are_named_by_folder_or_given_name_and_several_checkpoints_ensemb
 def test_serve_errors_are_one_line(trained_ckpt, tmp_path):
     r = run(["serve", "-m", tmp_path / "missing.pt", "--port", free_port()], ok=False)
     assert r.stderr.startswith("error: ") and "missing.pt" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = run(["serve", "-m", trained_ckpt, "--continuous", "--workers", 2], ok=False)
+    assert r.stderr == "error: --continuous: one search runs in one process; give --workers 1\n" and r.exit_code == 2
     r = run(["serve", "-m", trained_ckpt, "-m", trained_ckpt, "--port", free_port()], ok=False)
     assert r.exit_code == 2 and "a second model named" in r.stderr

@@ -119,6 +119,42 @@ def test_a_full_queue_refuses_and_stopping_finishes_every_job_submitted():
     assert not batcher.thread.is_alive() and [got[0][0].texts for _, got, _ in waiting] == [["W1"], ["W2"]]
 
 
+def test_with_several_workers_batches_are_decoded_at_once_and_stopping_waits_for_them():
+    gates, together, threads = [threading.Event(), threading.Event()], threading.Barrier(3), []
+    third = threading.Event()
+
+    def decode(key, lines):
+        threads.append(threading.current_thread())
+        if len(threads) <= 2:
+            together.wait(10)  # (the first two batches, being decoded at once, and the test meet here)
+        else:
+            third.set()
+        gates[len(threads) > 2].wait(10)
+        return [LineResult(i, [line.decode().upper()], [0.0], [0.0], [1]) for i, line in enumerate(lines)]
+
+    batcher = Batcher(decode, max_batch=1, max_wait=0, workers=2).start()
+    jobs = [job(["a"]), job(["b"]), job(["c"])]
+    for j, _, _ in jobs:
+        batcher.submit(j)
+    together.wait(10)
+    stopper = threading.Thread(target=batcher.stop)
+    stopper.start()
+    assert not third.wait(0.2)  # (the third waits for an idle worker)
+    gates[0].set()
+    assert third.wait(10)
+    stopper.join(0.2)
+    assert stopper.is_alive()  # (stopping waits for the batch being decoded)
+    gates[1].set()
+    stopper.join(10)
+    assert [got[0][0].texts for _, got, _ in jobs] == [["A"], ["B"], ["C"]] and batcher.finished.is_set()
+    assert len(set(threads[:2])) == 2 and batcher.in_flight == 0 and (batcher.batches, batcher.lines) == (3, 3)
+
+
+def test_continuous_batching_runs_one_search_in_one_worker():
+    with pytest.raises(ValueError, match="one search, in one worker"):
+        Batcher(Recorder(), stream=lambda key: None, workers=2)
+
+
 class Steps:
     """A running search (continuous batching) where a line of n characters takes n steps, each step waiting for a
     tick of ``ticks``; the key ``"b"`` has none (its jobs are decoded in batches); records what it is given."""
