@@ -164,22 +164,25 @@ class FlatCombination(JointAttention):
     With ``balance`` (not in the paper), each encoder's weights are divided by its number of states T_k before the
     joint normalisation, α^(k)_j ∝ exp(e^(k)_j) / T_k (an energy offset of −log T_k): with equal energies every
     encoder, and the sentinel, gets the same mass, where the plain softmax gives each encoder mass in proportion to
-    its length (an image's 49 or 196 cells beside a few words)."""
+    its length (an image's 49 or 196 cells beside a few words). With ``normalise`` (not in the paper), each
+    encoder's states h^(k)_j are layer-normalised (its own gain and bias) before Eq. 6-7, as hierarchical's
+    contexts are."""
 
     def __init__(self, query_size: int, sizes: Mapping[str, int], att_size: int, share: bool, sentinel_size: int,
-                 balance: bool = False):
+                 balance: bool = False, normalise: bool = False):
         super().__init__(query_size, sizes, att_size, share, sentinel_size)
         self.balance = balance
+        self.norms = nn.ModuleDict({name: nn.LayerNorm(size) for name, size in sizes.items()}) if normalise else None
 
     def start(self, get: Getter, present: Optional[torch.Tensor] = None) -> Tensors:
         """The energy keys U_a^(k) h^(k)_j and values U_c^(k) h^(k)_j of all encoders, laid end to end, and their
         mask, an absent encoder's states masked too (with ``balance``, each state's offset −log T_k too)."""
         masks = [get(f"mask.{n}") if present is None else get(f"mask.{n}") & present[:, k:k + 1]
                  for k, n in enumerate(self.names)]
-        out = {"keys": torch.cat([self.energy[n](get(f"memory.{n}")) for n in self.names], 1),
-               "mask": torch.cat(masks, 1)}
+        states = {n: get(f"memory.{n}") if self.norms is None else self.norms[n](get(f"memory.{n}")) for n in self.names}
+        out = {"keys": torch.cat([self.energy[n](states[n]) for n in self.names], 1), "mask": torch.cat(masks, 1)}
         if self.value is not None:
-            out["values"] = torch.cat([self.value[n](get(f"memory.{n}")) for n in self.names], 1)
+            out["values"] = torch.cat([self.value[n](states[n]) for n in self.names], 1)
         if self.balance:
             out["offsets"] = torch.cat([-m.sum(1, keepdim=True).clamp(min=1).float().log().expand(m.shape)
                                         for m in masks], 1)
@@ -242,19 +245,20 @@ def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], a
                      sentinel_size: int = 0, balance: bool = False, normalise: bool = False) -> Combination:
     """The combination ``strategy`` of encoders of ``sizes`` for a ``query_size`` decoder state; ``sentinel_size``
     > 0 adds the sentinel (flat and hierarchical only, like ``share``); ``balance``: flat's weights divided by each
-    encoder's length; ``normalise``: hierarchical's contexts layer-normalised."""
+    encoder's length; ``normalise``: each encoder layer-normalised before the joint attention (hierarchical its
+    context, flat its states)."""
     if balance and strategy != "flat":
         raise ValueError(f"balance_encoders weighs the states of flat's joint softmax; combination {strategy} has none")
-    if normalise and strategy != "hierarchical":
-        raise ValueError(f"normalise_contexts normalises hierarchical's per-encoder contexts; combination {strategy} "
-                         "attends over none")
+    if normalise and strategy == "concat":
+        raise ValueError("normalise_contexts normalises what flat and hierarchical attend over jointly; combination "
+                         "concat attends over each encoder apart")
     if strategy == "concat":
         if share or sentinel_size:
             raise ValueError("combination concat has no shared projections and no sentinel (Table 1): use flat or "
                              "hierarchical")
         return ConcatCombination(query_size, sizes, att_size)
     if strategy == "flat":
-        return FlatCombination(query_size, sizes, att_size, share, sentinel_size, balance)
+        return FlatCombination(query_size, sizes, att_size, share, sentinel_size, balance, normalise)
     if strategy == "hierarchical":
         return HierarchicalCombination(query_size, sizes, att_size, share, sentinel_size, normalise)
     raise ValueError(f"unknown combination {strategy!r} (known: {', '.join(STRATEGIES)})")

@@ -53,9 +53,10 @@ OPTIONS = RNN_OPTIONS + [
                                    "random, from the decoder (its attention and s_0), so that attention over the "
                                    "encoders cannot settle on one alone; not in the paper", allows=PROBABILITY,
            training_only=True),
-    Option("normalise_contexts", False, "hierarchical: layer-normalise each encoder's context before the attention "
-                                        "over encoders (Eq. 8-10), so that an encoder with larger states does not "
-                                        "weigh more for that alone; not in the paper"),
+    Option("normalise_contexts", False, "layer-normalise each encoder before the joint attention (hierarchical: its "
+                                        "context, before Eq. 8-10; flat: its states, before Eq. 6-7), so that an "
+                                        "encoder with larger states does not weigh more for that alone; not in the "
+                                        "paper"),
 ]
 
 

@@ -103,9 +103,30 @@ def test_hierarchical_can_normalise_each_encoders_context_before_eq_8_10(sentine
     assert torch.allclose(context, want, atol=1e-6) and torch.allclose(beta, want_beta, atol=1e-6)
     plain = run("hierarchical", sentinel=sentinel)[-1]
     assert torch.equal(per_encoder["src"], plain[1]["src"]) and not torch.allclose(beta, plain[2], atol=1e-3)
-    for strategy in ("concat", "flat"):
-        with pytest.raises(ValueError, match=f"normalise_contexts .* combination {strategy} attends over none"):
-            make_combination(strategy, H, SIZES, A, normalise=True)
+    with pytest.raises(ValueError, match="normalise_contexts .* combination concat attends over each encoder apart"):
+        make_combination("concat", H, SIZES, A, normalise=True)
+
+
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_flat_can_normalise_each_encoders_states_before_eq_6_7(sentinel):
+    comb, state, s, psi, (context, per_encoder, over) = run("flat", sentinel=sentinel, normalise=True)
+    normalised = {n: torch.nn.functional.layer_norm(state[f"memory.{n}"], (size,), comb.norms[n].weight,
+                                                    comb.norms[n].bias) for n, size in SIZES.items()}
+    items = {n: (normalised[n], state[f"mask.{n}"]) for n in SIZES}
+    if sentinel:
+        items[SENTINEL] = (psi.unsqueeze(1), torch.ones(2, 1, dtype=torch.bool))  # the sentinel as it is
+    for b in range(2):
+        e = torch.cat([energy(comb.v, comb.energy[n](h[b][m[b]]) + comb.query(s[b])) for n, (h, m) in items.items()])
+        alpha = torch.softmax(e, 0)
+        c = torch.cat([comb.value[n](h[b][m[b]]) for n, (h, m) in items.items()]).T @ alpha  # Eq. 6-7 on them
+        assert torch.allclose(context[b], c, atol=1e-5)
+    # an encoder's scale no longer weighs: its states 10 times larger, the same attention
+    state = memories()
+    state["memory.mt"] = state["memory.mt"] * 10
+    state.update(comb.start(state.__getitem__))
+    scaled = comb(s, state.__getitem__, psi)
+    assert torch.allclose(scaled[2], over, atol=1e-4) and torch.allclose(scaled[0], context, atol=1e-4)
+    assert not torch.allclose(run("flat", sentinel=sentinel)[-1][2], over, atol=1e-3)
 
 
 @pytest.mark.parametrize("share", [False, True])

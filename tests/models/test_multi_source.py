@@ -20,6 +20,7 @@ CONFIGS = [dict(combination="concat")] + [dict(combination=c, share_projections=
                                           for sentinel in (False, True)]
 BALANCED = dict(combination="flat", balance_encoders=True, sentinel=True)
 NORMALISED = dict(combination="hierarchical", normalise_contexts=True, sentinel=True)
+FLAT_NORMALISED = dict(combination="flat", normalise_contexts=True, sentinel=True)
 
 
 def model(meta=META, **over):
@@ -36,7 +37,7 @@ def batch(lengths=((5, 2, 7), (3, 6, 1), (4, 4, 4), (4, 6, 1))):
 
 
 @pytest.mark.parametrize("cell", ["gru", "cgru"])
-@pytest.mark.parametrize("config", CONFIGS + [BALANCED, NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("config", CONFIGS + [BALANCED, NORMALISED, FLAT_NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(config, cell):
     assert_forward_equals_steps(model(decoder_cell=cell, **config), batch())
 
@@ -64,7 +65,7 @@ def test_attention_names_sums_and_padding(config):
         assert torch.allclose(total, torch.ones_like(total), atol=1e-6)
 
 
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1], BALANCED, NORMALISED])
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[-1], BALANCED, NORMALISED, FLAT_NORMALISED])
 def test_padding_in_a_batch_does_not_change_a_sentence(config):
     m, b = model(**config), batch()
     alone = make_batch({"src": [b["src"].data[1, :2].tolist()], "mt": [b["mt"].data[1, :6].tolist()],
@@ -158,7 +159,7 @@ def test_layer_norms_start_as_the_identity_map():
     assert all(torch.equal(n.weight, torch.ones_like(n.weight)) and not n.bias.any() for n in norms)
 
 
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[5], NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[5], NORMALISED, FLAT_NORMALISED], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_encoder_dropout_hides_one_encoder_per_sentence_in_training_only(config):
     m, b = model(encoder_dropout=1.0, **config), batch()
     names = {"src": "source", "mt": "source.mt", "image": "source.image"}
