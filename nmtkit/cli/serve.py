@@ -67,8 +67,8 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--threads", type=Checked(int, THREADS), default=0,
               help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
 @click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
-              help="decoding processes, each with its own copy of the models, decoding a batch each at once (on "
-                   "CPUs, several of one thread each serve faster than one of several: docs/serve.md)")
+              help="decoding processes, each with its own copy of the models, decoding a batch each at once "
+                   "(docs/serve.md: when it pays)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
             continuous, queue_size, max_lines, max_chars, device, precision, threads, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's

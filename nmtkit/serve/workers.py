@@ -1,10 +1,11 @@
 """Decoding in worker processes (``serve --workers N``): each process loads the models and decodes one batch at a
 time on its main thread, with ``--threads`` threads of its own; the batcher hands each batch to an idle one.
 
-On a CPU, the small batches a server decodes leave several threads of one process waiting on each other between
-operations; several processes of one thread each keep the cores busy instead (what CTranslate2 calls
-``inter_threads`` and Marian's CPU workers do; measured in bench/README.md). A worker that dies is started again;
-the batch it was decoding gets an error.
+On a CPU, a search step of the small batches a server decodes is mostly fixed cost, which threads of one process
+do not share; several processes of a few threads each decode several batches at once instead (what CTranslate2
+calls ``inter_threads`` and Marian's CPU workers do). On 2 cores, two of one thread each served as many sentences a
+second as one of two threads, with a quarter less CPU (bench/README.md, "Worker processes"). A worker that dies is
+started again; the batch it was decoding gets an error.
 """
 from __future__ import annotations
 
