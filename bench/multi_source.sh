@@ -20,8 +20,8 @@
 #          hierarchical-normalised, t-hierarchical-normalised, and with --encoder-dropout 0.5 flat-encoder-dropout,
 #          hierarchical-encoder-dropout, t-flat-encoder-dropout and t-hierarchical-encoder-dropout, with 0.2
 #          flat-encoder-dropout-0.2, hierarchical-encoder-dropout-0.2 and (with --normalise-contexts)
-#          hierarchical-normalised-encoder-dropout-0.2, t-hierarchical-normalised-encoder-dropout-0.2 and
-#          flat-normalised-encoder-dropout-0.2, on request)
+#          hierarchical-normalised-encoder-dropout-0.2, t-hierarchical-normalised-encoder-dropout-0.2,
+#          flat-normalised and flat-normalised-encoder-dropout-0.2, on request)
 #          for each seed of SEEDS,
 #          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
 #          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
@@ -202,13 +202,14 @@ enfr)
     [flat-encoder-dropout-0.2]="--combination flat --encoder-dropout 0.2"
     [hierarchical-encoder-dropout-0.2]="--combination hierarchical --encoder-dropout 0.2"
     [hierarchical-normalised-encoder-dropout-0.2]="--combination hierarchical --normalise-contexts --encoder-dropout 0.2"
+    [flat-normalised]="--combination flat --normalise-contexts"
     [flat-normalised-encoder-dropout-0.2]="--combination flat --normalise-contexts --encoder-dropout 0.2"
     [t-hierarchical-normalised-encoder-dropout-0.2]="--combination hierarchical --normalise-contexts --encoder-dropout 0.2")
   all="en fr concat flat hierarchical flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical"
   all_known="$all flat-balanced hierarchical-normalised t-hierarchical-normalised"
   all_known+=" flat-encoder-dropout hierarchical-encoder-dropout t-flat-encoder-dropout t-hierarchical-encoder-dropout"
   all_known+=" flat-encoder-dropout-0.2 hierarchical-encoder-dropout-0.2 hierarchical-normalised-encoder-dropout-0.2"
-  all_known+=" t-hierarchical-normalised-encoder-dropout-0.2 flat-normalised-encoder-dropout-0.2"
+  all_known+=" t-hierarchical-normalised-encoder-dropout-0.2 flat-normalised flat-normalised-encoder-dropout-0.2"
   for seed in ${SEEDS:-1}; do
     for name in ${ENFR_CONFIGS:-$all}; do
       if [ -z "${enfr_configs[$name]:-}" ]; then
