@@ -21,7 +21,8 @@
 #          hierarchical-encoder-dropout, t-flat-encoder-dropout and t-hierarchical-encoder-dropout, with 0.2
 #          flat-encoder-dropout-0.2, hierarchical-encoder-dropout-0.2 and (with --normalise-contexts)
 #          hierarchical-normalised-encoder-dropout-0.2, t-hierarchical-normalised-encoder-dropout-0.2,
-#          flat-normalised and flat-normalised-encoder-dropout-0.2, on request)
+#          flat-normalised and flat-normalised-encoder-dropout-0.2, and en-normalised (English alone, its states
+#          layer-normalised: flat over one encoder), on request)
 #          for each seed of SEEDS,
 #          STEPS (default 2000) updates each with --diagnostics, validation every 250 updates (learning curves); the
 #          RNNs (en, fr: single source through --encoders; conditional GRU decoders all) at the sizes above, the
@@ -203,6 +204,7 @@ enfr)
     [hierarchical-encoder-dropout-0.2]="--combination hierarchical --encoder-dropout 0.2"
     [hierarchical-normalised-encoder-dropout-0.2]="--combination hierarchical --normalise-contexts --encoder-dropout 0.2"
     [flat-normalised]="--combination flat --normalise-contexts"
+    [en-normalised]="--encoders en --combination flat --normalise-contexts"
     [flat-normalised-encoder-dropout-0.2]="--combination flat --normalise-contexts --encoder-dropout 0.2"
     [t-hierarchical-normalised-encoder-dropout-0.2]="--combination hierarchical --normalise-contexts --encoder-dropout 0.2")
   all="en fr concat flat hierarchical flat-sentinel hierarchical-sentinel t-en t-serial t-parallel t-flat t-hierarchical"
@@ -210,6 +212,7 @@ enfr)
   all_known+=" flat-encoder-dropout hierarchical-encoder-dropout t-flat-encoder-dropout t-hierarchical-encoder-dropout"
   all_known+=" flat-encoder-dropout-0.2 hierarchical-encoder-dropout-0.2 hierarchical-normalised-encoder-dropout-0.2"
   all_known+=" t-hierarchical-normalised-encoder-dropout-0.2 flat-normalised flat-normalised-encoder-dropout-0.2"
+  all_known+=" en-normalised"
   for seed in ${SEEDS:-1}; do
     for name in ${ENFR_CONFIGS:-$all}; do
       if [ -z "${enfr_configs[$name]:-}" ]; then
@@ -226,7 +229,7 @@ enfr)
         --max-steps "${STEPS:-2000}" --valid-every 250 --valid-max-sentences 300 --log-every 50 --diagnostics \
         "${resume[@]}" 2>> "$run.log"
       case $name in
-      en|t-en) inputs=(-i "$corpus/test.en") ;;
+      en|t-en|en-normalised) inputs=(-i "$corpus/test.en") ;;
       fr) inputs=(-i "$corpus/test.fr") ;;
       *) inputs=(-i "$corpus/test.en" -i "$corpus/test.fr") ;;
       esac
