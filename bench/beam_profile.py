@@ -1,10 +1,10 @@
 """Where a beam search's time goes, and how far a decoding step is from its compute bound (issue 18).
 
     python bench/beam_profile.py CHECKPOINT INPUT [--beam 5] [--batch-size 32] [--lines N] [--threads 2]
-        [--shortlist FILE]
+        [--shortlist FILE] [--arrival-order]
 
 Translates the first N lines of INPUT (all by default) as ``nmtkit translate`` does (fp32, linear layers packed on
-CPUs) and prints the time in the model's steps, in top-k, in state reordering, in encoding and in the rest of the
+CPUs; with ``--arrival-order``, in batches of the lines in their order, as a server meets them) and prints the time in the model's steps, in top-k, in state reordering, in encoding and in the rest of the
 search (finalising hypotheses, bookkeeping, Python per step), with the number of steps and of rows (hypotheses)
 computed. The compute bound: the multiply-adds of every linear layer a step runs (counted by hooks, rows × in ×
 out) plus the attention's energies and context (rows × source positions × attention size, and × memory size),

@@ -77,8 +77,8 @@ def cpu_seconds(pid: int, children: bool = True) -> float:
 
 def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
     """``clients`` threads sending every line once, one line a request; what they measured, with the server's
-    batches (mean lines per batch, the fraction of the time its worker spent decoding) and the CPU seconds that
-    the server and the clients used."""
+    batches (mean lines per batch, the time its workers spent decoding, summed, over the phase's) and the CPU
+    seconds that the server (with its worker processes; and its own process alone) and the clients used."""
     todo = list(range(len(lines)))[::-1]
     lock = threading.Lock()
     latencies: list[float] = []
