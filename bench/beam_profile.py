@@ -104,9 +104,9 @@ def main() -> None:
     opts = SearchOptions(beam_size=args.beam, batch_size=args.batch_size)
     start = time.perf_counter()
     with torch.inference_mode():
-        for first in range(0, len(examples), args.batch_size if args.arrival_order else len(examples)):
-            translate_inputs(model, examples[first:first + (args.batch_size if args.arrival_order else len(examples))],
-                             opts, torch.device("cpu"))
+        chunk = args.batch_size if args.arrival_order else len(examples)  # (each chunk sorted by length)
+        for first in range(0, len(examples), chunk):
+            translate_inputs(model, examples[first:first + chunk], opts, torch.device("cpu"))
     total = time.perf_counter() - start
     rest = total - sum(seconds.values())
     order = "in arrival order" if args.arrival_order else "sorted by length"

@@ -103,13 +103,12 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         reader = settings[name] if workers == 1 else replace(settings[name], device="cpu")  # (workers decode)
         decoders[name] = Decoder(reader, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
-    limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
-    if workers == 1:
-        serve(make_app(decoders, limits, worker_thread=False), host, port)
-        return
-    pool = WorkerPool(settings, workers)
-    log(f"{workers} decoding processes of {threads} thread(s) each")
+    pool = WorkerPool(settings, workers) if workers > 1 else None
+    if pool:
+        log(f"{workers} decoding processes of {threads} thread(s) each")
     try:
+        limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
         serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)
     finally:
-        pool.close()
+        if pool:
+            pool.close()

@@ -12,6 +12,7 @@ import signal
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from importlib import resources
 from typing import Hashable, Optional, Sequence, Union, cast
 
@@ -85,9 +86,6 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     which hold the same models (``decoders`` then read the requests)."""
     default = next(iter(decoders))
 
-    def decode(key: Hashable, lines) -> list[LineResult]:
-        return decode_batch(decoders, key, lines)
-
     def stream(key: Hashable) -> Optional[ContinuousSearch]:
         name, beam, n_best, alignments, guided = cast(tuple, key)
         if guided or not limits.continuous:
@@ -95,11 +93,9 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         decoder = decoders[name]
         return decoder.continuous(replace(decoder.options, beam_size=beam, n_best=n_best), alignments)
 
-    if pool is None:
-        batcher = Batcher(decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size, stream)
-    else:
-        batcher = Batcher(pool.decode, limits.max_batch, limits.max_wait_ms / 1000, limits.queue_size,
-                          workers=pool.size)
+    batcher = Batcher(partial(decode_batch, decoders) if pool is None else pool.decode, limits.max_batch,
+                      limits.max_wait_ms / 1000, limits.queue_size, stream if pool is None else None,
+                      workers=pool.size if pool else 1)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
