@@ -67,12 +67,13 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("error: serve did not start in 120 s")
 
 
-def cpu_seconds(pid: int, children: bool = True) -> float:
-    """The CPU time (user + system) process ``pid`` has used so far, with that of the processes it started (its
-    decoding workers) unless not ``children`` (Linux /proc)."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """The CPU time (user + system) process ``pid`` has used so far: its own, and with that of the processes it
+    started (its decoding workers), read at once so that the two agree when it started none (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    started = Path(f"/proc/{pid}/task/{pid}/children").read_text().split() if children else []
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(int(c)) for c in started)
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    started = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own, own + sum(cpu_seconds(int(c))[1] for c in started)
 
 
 def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clients: int, time_limit: float) -> dict:
@@ -109,8 +110,8 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
                         if text != expected[i]:  # another line's answer, or this line's decoded otherwise
                             counts["mixed_up" if text in outputs else "differs"] += 1
 
-    before, server_cpu, client_cpu = httpx.get(f"{url}/health").json(), cpu_seconds(server_pid), time.process_time()
-    main_cpu = cpu_seconds(server_pid, children=False)
+    before, (main_cpu, server_cpu), client_cpu = (httpx.get(f"{url}/health").json(), cpu_seconds(server_pid),
+                                                  time.process_time())
     start = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -118,15 +119,15 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
     for t in threads:
         t.join()
     seconds = time.perf_counter() - start
-    after = httpx.get(f"{url}/health").json()
+    after, (main_cpu_after, server_cpu_after) = httpx.get(f"{url}/health").json(), cpu_seconds(server_pid)
     batches = max(1, after["batches"] - before["batches"])
     return {"clients": clients, **counts, "unsent": len(todo), "seconds": round(seconds, 2),
             "sentences_per_s": round(counts["answered"] / seconds, 2),
             "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1),
             "mean_batch": round((after["lines"] - before["lines"]) / batches, 2),
             "decoding": round((after["decoding_s"] - before["decoding_s"]) / seconds, 3),
-            "server_cpu_s": round(cpu_seconds(server_pid) - server_cpu, 2),
-            "server_main_cpu_s": round(cpu_seconds(server_pid, children=False) - main_cpu, 2),
+            "server_cpu_s": round(server_cpu_after - server_cpu, 2),
+            "server_main_cpu_s": round(main_cpu_after - main_cpu, 2),
             "client_cpu_s": round(time.process_time() - client_cpu, 2)}
 
 
