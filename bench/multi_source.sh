@@ -36,7 +36,7 @@
 #          326 emoji test lines, greedy, batch 32) against the text-only one; run ape and mmt first
 # Environment: SHARED (default ../shared beside the checkout), RUNS (default bench/runs), STEPS, SEEDS (default 1),
 # THREADS (default 2; 1 for two runs side by side); mmt: MMT_CONFIGS (some of text concat flat hierarchical
-# flat-balanced hierarchical-normalised; default the first four),
+# flat-balanced hierarchical-normalised flat-normalised; default the first four),
 # OPTIONS (more training options, e.g. "--lr 0.0001") with TAG (named into the runs and the figure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -137,7 +137,8 @@ EOF
                           [flat]="--combination flat --decoder-cell cgru"
                           [hierarchical]="--combination hierarchical --decoder-cell cgru"
                           [flat-balanced]="--combination flat --decoder-cell cgru --balance-encoders"
-                          [hierarchical-normalised]="--combination hierarchical --decoder-cell cgru --normalise-contexts")
+                          [hierarchical-normalised]="--combination hierarchical --decoder-cell cgru --normalise-contexts"
+                          [flat-normalised]="--combination flat --decoder-cell cgru --normalise-contexts")
   curves=()
   for seed in ${SEEDS:-1}; do
     for name in ${MMT_CONFIGS:-text concat flat hierarchical}; do
