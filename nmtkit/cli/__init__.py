@@ -43,9 +43,9 @@ def _let_go_of_stdout() -> None:
 
 
 class Group(click.Group):
-    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, a full disk into
-    one such line, and SIGINT and SIGTERM into exceptions, so that every command removes its temporary files
-    before it exits."""
+    """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, a full disk or another
+    error of the file system into one such line, and SIGINT and SIGTERM into exceptions, so that every command
+    removes its temporary files before it exits."""
 
     def invoke(self, ctx: click.Context):
         main_thread = threading.current_thread() is threading.main_thread()
@@ -63,11 +63,13 @@ class Group(click.Group):
             _let_go_of_stdout()
             sys.exit(141)
         except OSError as e:
-            if not is_disk_full(e):
-                raise
             _let_go_of_stdout()
-            # files are written within errors.writing(FILE), which names them; what is left is stdout (click.echo)
-            click.echo(f"error: no space left on device while writing {e.filename or '<stdout>'}", err=True)
+            if is_disk_full(e):
+                # files are written within errors.writing(FILE), which names them; what is left is stdout (click.echo)
+                click.echo(f"error: no space left on device while writing {e.filename or '<stdout>'}", err=True)
+            else:  # e.g. a file that cannot be read or written: one line naming it
+                click.echo(f"error: {e.filename}: {e.strerror}" if e.filename and e.strerror else f"error: {e}",
+                           err=True)
             sys.exit(1)
         except click.UsageError as e:
             click.echo(f"error: {usage_line(e)}", err=True)

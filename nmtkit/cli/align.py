@@ -4,16 +4,17 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import POSITIVE, PROBABILITY, Range
 from nmtkit.errors import NmtkitError
 
 
-@click.command("align")
-@click.option("--src", "src_path", required=True, type=click.Path(dir_okay=False), help="source side, one sentence per line")
-@click.option("--tgt", "tgt_path", required=True, type=click.Path(dir_okay=False), help="target side, same number of lines")
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+@click.command("align", cls=Command)
+@click.option("--src", "src_path", required=True, type=ReadFile(), help="source side, one sentence per line")
+@click.option("--tgt", "tgt_path", required=True, type=ReadFile(), help="target side, same number of lines")
+@click.option("-o", "--output", "output_path", type=WriteFile(),
               help="table file 'src<TAB>tgt<TAB>prob', written atomically [default: stdout]")
-@click.option("--links", "links_path", type=click.Path(dir_okay=False),
+@click.option("--links", "links_path", type=ReadFile(),
               help="count links 'i-j' from this Pharaoh-format file (eflomal, fast_align, GIZA++) instead of running EM")
 @click.option("--iterations", type=Checked(int, POSITIVE), default=5, show_default=True, help="EM iterations")
 @click.option("--diagonal-tension", type=Checked(float, Range(0, 100)), default=4.0, show_default=True, help="λ of the diagonal prior (fast_align's -T)")

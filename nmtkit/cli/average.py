@@ -4,15 +4,16 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import POSITIVE
 
 
-@click.command("average")
-@click.argument("checkpoints", nargs=-1, type=click.Path(dir_okay=False))
+@click.command("average", cls=Command)
+@click.argument("checkpoints", nargs=-1, type=ReadFile())
 @click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False),
               help="a run folder: average the step checkpoints it kept (train --keep-checkpoints)")
 @click.option("--last", type=Checked(int, POSITIVE), help="with --run: only the last N of them")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=WriteFile(),
               help="the averaged checkpoint, written atomically")
 def command(checkpoints, run_dir, last, output):
     """Average the parameters of CHECKPOINTS (or of the last N a run kept) into one checkpoint for decoding.

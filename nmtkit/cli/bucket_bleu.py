@@ -4,12 +4,14 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked, named_systems
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import Range
 
 
-@click.command("bucket-bleu")
-@click.option("--src", "src_path", required=True, type=click.Path(dir_okay=False), help="the source file")
-@click.option("--ref", "ref_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+@click.command("bucket-bleu", cls=Command, more_inputs=lambda params: [
+    ("--hyp", path) for files in named_systems(params["hyps"], "--hyp").values() for path in files])
+@click.option("--src", "src_path", required=True, type=ReadFile(), help="the source file")
+@click.option("--ref", "ref_paths", required=True, multiple=True, type=ReadFile(),
               help="reference file (repeat for several references)")
 @click.option("--hyp", "hyps", required=True, multiple=True, metavar="NAME=FILE",
               help="a system's translations; repeat for each system, the first is the baseline of the gains")
@@ -19,9 +21,9 @@ from nmtkit.config import Range
               help="count source tokens of this sacrebleu tokenizer (13a, intl, zh, char, ...) instead of "
                    "whitespace-separated words")
 @click.option("--bleu-tokenize", default=None, metavar="NAME", help="sacrebleu's BLEU tokenizer [default: 13a]")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="also write the table as CSV")
+@click.option("--csv", "csv_path", type=WriteFile(), help="also write the table as CSV")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="draw the figure: FILE.png, .pdf or .svg")
+@click.option("--plot", "plot_path", type=WriteFile(), help="draw the figure: FILE.png, .pdf or .svg")
 @click.option("--title", default="BLEU by source sentence length", show_default=True, help="the figure's title")
 @click.option("--confidence", is_flag=True,
               help="95% bootstrap intervals of every BLEU and gain, and each gain's paired bootstrap p-value")

@@ -4,14 +4,15 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
+from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.errors import NmtkitError
 
 
-@click.command("caption")
+@click.command("caption", cls=Command)
 @decoding_options
-@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False), help="input file [default: stdin]")
+@click.option("-i", "--input", "input_path", type=ReadFile(stdin=True), help="input file [default: stdin]")
 @CNN_WEIGHTS
-@click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--features", type=ReadFile(), metavar="FILE",
               help="caption precomputed features instead of images: .npy or HDF5 ('features' [images, grid, D]), "
                    "one caption per row (for models trained on preprocess --features)")
 def command(input_path, cnn_weights, features, **options):

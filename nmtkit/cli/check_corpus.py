@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.paths import Command
 
-@click.command("check-corpus")
+
+@click.command("check-corpus", cls=Command)
 @click.argument("folder", type=click.Path(file_okay=False))
 def command(folder):
     """Verify the corpus FOLDER written by 'nmtkit preprocess', as 'train' does before its first update.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked, named_systems
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import Range
 from nmtkit.metrics.text import SACREBLEU_METRICS
 
@@ -20,8 +21,9 @@ def _metrics(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-@click.command("compare")
-@click.option("-r", "--ref", "ref_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+@click.command("compare", cls=Command, more_inputs=lambda params: [
+    ("--sys", path) for files in named_systems(params["systems"], "--sys", several=True).values() for path in files])
+@click.option("-r", "--ref", "ref_paths", required=True, multiple=True, type=ReadFile(),
               help="reference file (repeat for several references)")
 @click.option("--sys", "systems", required=True, multiple=True, metavar="NAME=FILE[,FILE...]",
               help="a system's output, or its outputs of several seeds separated by commas; repeat for each system, "
@@ -38,10 +40,10 @@ def _metrics(text: str) -> list[str]:
               help="the random seed of resampling (sacrebleu's default)")
 @click.option("--level", type=Checked(float, Range(0, 1, low_open=True, high_open=True)), default=0.05,
               show_default=True, help="significance level of the table's marks")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--json", "json_path", type=WriteFile(), metavar="FILE",
               help="also write every figure as JSON (- for stdout, instead of the table)")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), metavar="FILE", help="also write the table as CSV")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--csv", "csv_path", type=WriteFile(), metavar="FILE", help="also write the table as CSV")
+@click.option("--plot", "plot_path", type=WriteFile(), metavar="FILE",
               help="draw each system's scores with their intervals: FILE.png, .pdf or .svg")
 def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, seed, level, json_path, csv_path,
             plot_path):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequen
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import ReadFile, WriteFile
 from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_PENALTY, POSITIVE, THREADS, Range
 from nmtkit.errors import NmtkitError
 
@@ -21,13 +22,13 @@ if TYPE_CHECKING:
 
 #: the options of every command that decodes lines with a model (``translate``, ``caption``)
 DECODING_OPTIONS = [
-    click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+    click.option("-m", "--model", "model_paths", required=True, multiple=True, type=ReadFile(),
                  help="checkpoint (best.pt); several -m: an ensemble, their log-probabilities averaged at each step"),
     click.option("--weights", type=str, metavar="W1,W2,...",
                  help="an ensemble's weights, one per -m, normalised to sum to 1 [default: equal]"),
     click.option("--attention-model", type=Checked(int, POSITIVE), default=1, show_default=True,
                  help="with --attention-out and an ensemble: the model (1 = the first -m) whose attention is written"),
-    click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+    click.option("-o", "--output", "output_path", type=WriteFile(),
                  help="output file, written atomically [default: stdout]"),
     click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
     click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)"),
@@ -51,14 +52,14 @@ DECODING_OPTIONS = [
     click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)),
                  help="with --sampling: the random seed (the same draws for the same seed, input, batch size, "
                       "--flush and device) [default: 1]"),
-    click.option("--prefix-file", type=click.Path(dir_okay=False), metavar="FILE",
+    click.option("--prefix-file", type=ReadFile(), metavar="FILE",
                  help="line i of FILE is a target prefix that the output of input line i starts with (tokenised with "
                       "the target vocabulary); the search continues after it; an empty line: no prefix"),
-    click.option("--constraints", "constraints_file", type=click.Path(dir_okay=False), metavar="FILE",
+    click.option("--constraints", "constraints_file", type=ReadFile(), metavar="FILE",
                  help="line i of FILE is a JSON list of target phrases that the output of input line i must contain "
                       "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
                       "search with dynamic beam allocation"),
-    click.option("--attention-out", type=click.Path(dir_okay=False), help="write tokens and attention weights to this HDF5 file"),
+    click.option("--attention-out", type=WriteFile(), help="write tokens and attention weights to this HDF5 file"),
     click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
                  help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
@@ -70,7 +71,7 @@ DECODING_OPTIONS = [
 
 
 #: the option naming the weights of the CNN that makes image features (``caption``; ``translate`` of multimodal models)
-CNN_WEIGHTS = click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+CNN_WEIGHTS = click.option("--cnn-weights", type=ReadFile(), metavar="FILE",
                            help="the CNN weights the training features came from (if preprocess had --cnn-weights "
                                 "and the file has moved; checked by its SHA-256)")
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command
 from nmtkit.config import Range
 
 
-@click.command("demo-corpus")
+@click.command("demo-corpus", cls=Command)
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--train", type=Checked(int, Range(1, 500_000)), default=20000, show_default=True, help="training pairs")
 @click.option("--valid", type=Checked(int, Range(1, 50_000)), default=500, show_default=True, help="validation pairs")

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import click
 
+from nmtkit.cli.paths import Command, ReadFile
+
 QUANTIZATIONS = ("float32", "int8", "int16", "int8_float32", "float16", "bfloat16")  # CTranslate2's weight types
 
 
-@click.command("export")
+@click.command("export", cls=Command)
 @click.option("--format", "fmt", type=click.Choice(["ctranslate2"]), default="ctranslate2", show_default=True,
               help="the format to write")
-@click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False), help="checkpoint")
+@click.option("-m", "--model", "model_path", required=True, type=ReadFile(), help="checkpoint")
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="the model folder to write")
 @click.option("--quantization", type=click.Choice(QUANTIZATIONS), default="float32", show_default=True,
               help="weights as stored by CTranslate2")

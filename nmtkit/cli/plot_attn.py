@@ -4,21 +4,22 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import COUNT
 from nmtkit.errors import NmtkitError
 
 
-@click.command("plot-attn")
-@click.argument("attention_path", metavar="ATTN.h5", type=click.Path(dir_okay=False))
+@click.command("plot-attn", cls=Command)
+@click.argument("attention_path", metavar="ATTN.h5", type=ReadFile())
 @click.option("--index", required=True, type=Checked(int, COUNT), help="the sentence: its input line number - 1")
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", "out", required=True, type=WriteFile(),
               help="the figure: FILE.png, .pdf or .svg (written atomically)")
 @click.option("--kind", type=click.Choice(["source", "target", "encoders"]), default="source", show_default=True,
               help="source attention, target (decoder self-) attention, or the weights over encoders")
 @click.option("--word", type=Checked(int, COUNT), help="with --kind target: draw the weights of the previous words when "
                                        "generating output word K (0-based)")
-@click.option("--font", type=click.Path(dir_okay=False), help="a font file for the labels (e.g. a CJK font)")
-@click.option("--image", type=click.Path(dir_okay=False),
+@click.option("--font", type=ReadFile(), help="a font file for the labels (e.g. a CJK font)")
+@click.option("--image", type=ReadFile(),
               help="captions ('nmtkit caption --attention-out'): overlay each word's attention on this image "
                    "(--word K: word K alone)")
 @click.option("--input", "stream", metavar="STREAM",

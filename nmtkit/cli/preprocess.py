@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import COUNT, DEVICE, POSITIVE, Range
 from nmtkit.data.images import ImageSpec
 from nmtkit.data.preprocess import SourceImages, VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
 
 
-@click.command("preprocess")
+@click.command("preprocess", cls=Command)
 @click.option("--train", "train", required=True, metavar="PREFIX",
               help="training text: PREFIX.SRC (each) and PREFIX.TGT; with --captions, a file listing the training images")
 @click.option("--valid", "valid", required=True, metavar="PREFIX", help="validation text prefix (or image list)")
@@ -40,13 +41,13 @@ from nmtkit.errors import NmtkitError
                    "the sample's characters) [default: 500,000]")
 @click.option("--joint/--separate", default=None,
               help="one vocabulary for both sides [default: joint for spm, separate for word]")
-@click.option("--src-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
-@click.option("--tgt-vocab", type=click.Path(dir_okay=False), help="reuse a vocabulary file (.model or word list)")
+@click.option("--src-vocab", type=ReadFile(), help="reuse a vocabulary file (.model or word list)")
+@click.option("--tgt-vocab", type=ReadFile(), help="reuse a vocabulary file (.model or word list)")
 @click.option("--max-len", type=Checked(int, COUNT), default=50, show_default=True,
               help="drop training pairs with more tokens than this on either side (0: keep all)")
 @click.option("--shard-size", type=Checked(int, POSITIVE), metavar="N",
               help="examples per HDF5 shard [default: 100,000; captions 10,000]")
-@click.option("--captions", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--captions", type=ReadFile(), metavar="FILE",
               help="captioning: the captions of every image (Flickr30k's IMAGE#K<TAB>caption, or IMAGE<TAB>caption); "
                    "--train/--valid/--test then list each split's images")
 @click.option("--images", type=click.Path(file_okay=False), metavar="DIR",
@@ -54,7 +55,7 @@ from nmtkit.errors import NmtkitError
 @click.option("--features", multiple=True, metavar="SPLIT=FILE",
               help="captioning, --src-images: a split's features precomputed, .npy or HDF5 ('features' [images or "
                    "lines, grid, D])")
-@click.option("--cnn-weights", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--cnn-weights", type=ReadFile(), metavar="FILE",
               help="images: torchvision's ImageNet VGG16 weights (vgg16-397923af.pth); without, random weights")
 @click.option("--cnn-seed", type=Checked(int, COUNT), default=1, show_default=True,
               help="images: the seed of the random CNN weights when no --cnn-weights")

@@ -5,16 +5,18 @@ import sys
 
 import click
 
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 
-@click.command("replace-unk")
-@click.option("--src", "src_path", required=True, type=click.Path(dir_okay=False), help="the source file that was translated")
-@click.option("--attention", "attention_path", required=True, type=click.Path(dir_okay=False),
+
+@click.command("replace-unk", cls=Command)
+@click.option("--src", "src_path", required=True, type=ReadFile(), help="the source file that was translated")
+@click.option("--attention", "attention_path", required=True, type=ReadFile(),
               help="the attention file of that run (translate --attention-out)")
-@click.option("--dict", "dict_path", type=click.Path(dir_okay=False),
+@click.option("--dict", "dict_path", type=ReadFile(),
               help="lexical table (nmtkit align, fast_align -p, eflomal priors, or 'src tgt' pairs); "
                    "without it every <unk> copies its source word")
-@click.option("-i", "--input", "hyp_path", type=click.Path(dir_okay=False), help="translations [default: stdin]")
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+@click.option("-i", "--input", "hyp_path", type=ReadFile(stdin=True), help="translations [default: stdin]")
+@click.option("-o", "--output", "output_path", type=WriteFile(),
               help="output file, written atomically [default: stdout]")
 def command(src_path, attention_path, dict_path, hyp_path, output_path):
     """Replace each <unk> by the translation of its most attended source word, or a copy of it.

@@ -9,25 +9,26 @@ from typing import Sequence
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.text import METRICS, SACREBLEU_METRICS
 
 
-@click.command("score")
+@click.command("score", cls=Command)
 @click.option("--metric", type=click.Choice(METRICS + ("ppl",)), default="bleu", show_default=True)
-@click.option("-r", "--ref", "refs", multiple=True, type=click.Path(dir_okay=False),
+@click.option("-r", "--ref", "refs", multiple=True, type=ReadFile(),
               help="reference file (repeat for several references)")
 @click.option("--tab-refs", is_flag=True,
               help="each reference line holds several references separated by TABs (captions; preprocess's valid.en)")
 @click.option("--max-ngram", type=Checked(int, Range(1, 4)), default=4, show_default=True, help="BLEU-N: n-grams up to N")
 @click.option("--no-brevity-penalty", is_flag=True,
               help="BLEU as the geometric mean of the n-gram precisions alone (captioning papers' BLEU-3/4)")
-@click.option("-i", "--input", "hyp_path", type=click.Path(dir_okay=False), help="hypotheses [default: stdin]")
+@click.option("-i", "--input", "hyp_path", type=ReadFile(stdin=True), help="hypotheses [default: stdin]")
 @click.option("--tokenize", help="sacrebleu tokenizer for BLEU (13a, intl, zh, char, none, ...) [default: 13a]")
 @click.option("--lowercase", is_flag=True, help="case-insensitive scoring")
-@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), help="with --metric ppl: checkpoint")
-@click.option("--src", "src_paths", multiple=True, type=click.Path(dir_okay=False),
+@click.option("-m", "--model", "model_path", type=ReadFile(), help="with --metric ppl: checkpoint")
+@click.option("--src", "src_paths", multiple=True, type=ReadFile(),
               help="with --metric ppl: source file (a model with several inputs: one --src each, in its order)")
 @click.option("--batch-size", type=Checked(int, POSITIVE), default=64, show_default=True, help="with --metric ppl: sentences per batch")
 @click.option("--confidence", is_flag=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command
 from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS, Range
 from nmtkit.errors import NmtkitError
 
@@ -33,7 +34,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return models
 
 
-@click.command("serve")
+@click.command("serve", cls=Command)
 @click.option("-m", "--model", "specs", required=True, multiple=True, metavar="[NAME=]CHECKPOINT[,CHECKPOINT...]",
               help="a model to serve (several: repeat -m); NAME [default: the checkpoint's folder] is what requests "
                    "ask for; several checkpoints, comma-separated: an ensemble; the first -m is the default")

@@ -5,13 +5,14 @@ import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
 from nmtkit.cli.options import Checked
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import COUNT, LENGTH_A, LENGTH_B, POSITIVE, Range
 from nmtkit.errors import NmtkitError
 
 
-@click.command("translate")
+@click.command("translate", cls=Command)
 @decoding_options
-@click.option("-i", "--input", "input_paths", multiple=True, type=click.Path(dir_okay=False),
+@click.option("-i", "--input", "input_paths", multiple=True, type=ReadFile(stdin=True),
               help="input file [default: stdin]; a model with several inputs: one -i each, in the order of its inputs")
 @click.option("--fields", is_flag=True,
               help="each line of the input holds the model's inputs as TAB-separated fields, in its order")
@@ -26,10 +27,10 @@ from nmtkit.errors import NmtkitError
 @click.option("--attention-head", type=Checked(int, POSITIVE),
               help="with --attention-out, Transformers: the head whose attention is written [default: their mean]")
 @CNN_WEIGHTS
-@click.option("--features", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--features", type=ReadFile(), metavar="FILE",
               help="multimodal models: the image features precomputed, .npy or HDF5 ('features' [lines, grid, D]), "
                    "row i for input line i; the inputs then hold the text fields only")
-@click.option("--shortlist", "shortlist_path", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--shortlist", "shortlist_path", type=ReadFile(), metavar="FILE",
               help="restrict each batch's output layer to the most frequent target words and the best translations "
                    "of its source words in FILE, a lexical table (nmtkit align, fast_align -p, eflomal priors)")
 @click.option("--shortlist-first", type=Checked(int, COUNT), default=100, show_default=True,
@@ -40,14 +41,14 @@ from nmtkit.errors import NmtkitError
               help="post-editing models (preprocess --ape-edits): each edit operation (anything but <keep> and the "
                    "end) costs this much log-probability in the search, so the output changes the MT only where the "
                    "model prefers a change by more; tune it on dev data (large: the MT unchanged)")
-@click.option("--alignments", "alignments_path", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--alignments", "alignments_path", type=WriteFile(), metavar="FILE",
               help="write each best output's word alignment with the (first) input to FILE, one line per input line, "
                    "Moses-style 'i-j' pairs (source word i, output word j, from 0), from the attention; with "
                    "--output-format json also each output's 'alignment'")
 @click.option("--replace-unk", is_flag=True,
               help="replace each <unk> of the output by the --dict translation of the source word it attended to "
                    "most, or by that word (word vocabularies; as 'nmtkit replace-unk')")
-@click.option("--dict", "dict_path", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--dict", "dict_path", type=ReadFile(), metavar="FILE",
               help="with --replace-unk: a lexical table (nmtkit align, fast_align -p, eflomal priors, word pairs)")
 def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long, attention_layer, attention_head,
             cnn_weights,

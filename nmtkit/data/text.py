@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import codecs
 import os
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Union
 
-from nmtkit.errors import NmtkitError, writing
+from nmtkit.errors import NmtkitError, is_disk_full, writing
 
 PathLike = Union[str, os.PathLike]
 
@@ -130,21 +131,38 @@ def remove_stale_temp_files(path: Path) -> int:
 def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` and rename it to ``path`` only on success.
 
-    A failure or a kill never leaves a partial file under the final name; a full disk is one line naming ``path``.
+    A failure or a kill never leaves a partial file under the final name; a full disk, or a folder that cannot be
+    written, is one line naming ``path``. A symbolic link is written through (its target replaced, the link kept),
+    and a file replaced keeps its permissions.
     """
     path = Path(path)
-    with writing(path):
-        tmp = temp_file_beside(path)
+    target = Path(os.path.realpath(path))
+    with writing(path), _naming(path):
+        tmp = temp_file_beside(target)
+        if target.exists():
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
     kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
         with writing(path):
             with open(tmp, mode, **kwargs) as f:
                 yield f
-            os.replace(tmp, path)
+            with _naming(path):
+                os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Within the block, an error of the file system (other than a full disk) is one line naming ``path``."""
+    try:
+        yield
+    except OSError as e:
+        if is_disk_full(e):
+            raise
+        raise NmtkitError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 @contextmanager

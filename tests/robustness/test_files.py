@@ -163,8 +163,8 @@ def test_outputs_under_a_file_are_one_line(corpus_dir, trained_ckpt, tmp_path):
     r = run(["demo-corpus", tmp_path / "afile" / "d"], ok=False)
     assert r.stderr == f"error: FOLDER {tmp_path / 'afile' / 'd'}: {tmp_path / 'afile'} is a file, not a folder\n"
     r = run(["translate", "-m", trained_ckpt, "-o", tmp_path / "afile" / "out.txt"], input="one\n", ok=False)
-    assert r.stderr.endswith(f"error: {tmp_path / 'afile' / 'out.txt'}: {tmp_path / 'afile'} is a file, not a "
-                             "folder\n") and (tmp_path / "afile").read_text() == "mine\n"
+    assert r.stderr == (f"error: --output {tmp_path / 'afile' / 'out.txt'}: {tmp_path / 'afile'} is a file, not a "
+                        "folder\n") and (tmp_path / "afile").read_text() == "mine\n"
 
 
 def test_no_command_replaces_the_current_folder_or_a_folder_of_another_tool(text_dir, tmp_path, monkeypatch):

@@ -1,0 +1,108 @@
+"""Which options of a command name files it reads and which name files it writes, and the check, before the
+command does any work, that no output names an input, the standard input or another output, and that each output
+can be written: the user's files are never overwritten by a slip of ``-o``."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+import click
+
+from nmtkit.data.text import check_no_file_above
+from nmtkit.errors import NmtkitError
+
+#: (the option that names a file, the file; None for the standard input)
+Named = tuple[str, Optional[str]]
+
+
+class ReadFile(click.Path):
+    """A file the command reads; with ``stdin``, a missing value or ``-`` means the standard input."""
+
+    def __init__(self, stdin: bool = False, **kwargs):
+        super().__init__(dir_okay=False, **kwargs)
+        self.stdin = stdin
+
+
+class WriteFile(click.Path):
+    """A file the command writes (a missing value or ``-``: the standard output)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(dir_okay=False, **kwargs)
+
+
+class Command(click.Command):
+    """A command that checks its outputs against its inputs (:func:`check_outputs`) before it runs. The inputs
+    are the values of its :class:`ReadFile` options, and those ``more_inputs`` finds in the parsed parameters (for
+    an option that names files within a longer value, e.g. ``compare --sys NAME=FILE,FILE``)."""
+
+    def __init__(self, *args, more_inputs: Optional[Callable[[dict], Iterable[Named]]] = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.more_inputs = more_inputs
+
+    def invoke(self, ctx: click.Context):
+        inputs: list[Named] = []
+        outputs: list[Named] = []
+        for param in self.params:
+            if not isinstance(param.type, (ReadFile, WriteFile)):
+                continue
+            value = ctx.params.get(param.name or "")
+            values = list(value) if isinstance(value, (tuple, list)) else [value]
+            name = option_name(param)
+            if isinstance(param.type, WriteFile):
+                outputs += [(name, v) for v in values if v not in (None, "-")]
+            elif param.type.stdin and values in ([None], ["-"], []):
+                inputs.append((name, None))
+            else:
+                inputs += [(name, v) for v in values if v not in (None, "-")]
+        if self.more_inputs is not None:
+            inputs += self.more_inputs(ctx.params)
+        check_outputs(outputs, inputs)
+        return super().invoke(ctx)
+
+
+def option_name(param: click.Parameter) -> str:
+    """How an error names a parameter: its longest flag, or an argument's metavar."""
+    if isinstance(param, click.Option) and param.opts:
+        return max(param.opts, key=len)
+    return param.metavar or (param.name or "").upper()
+
+
+def check_outputs(outputs: Iterable[Named], inputs: Iterable[Named]) -> None:
+    """Refuse, in one line naming the option (exit 2), an output that is one of ``inputs`` (the same file, by
+    any name; None: the standard input, where it is a file), that another output names too, that a file stands
+    in the way of, or whose folder cannot be written."""
+    inputs = list(inputs)
+    seen: dict[str, str] = {}
+    for option, path in outputs:
+        assert path is not None
+        target = Path(path)
+        for source, given in inputs:
+            if _same_file(target, given):
+                what = "the standard input" if given is None else f"the file of {source}"
+                raise NmtkitError(f"{option} {path}: is {what}; write the output to another file", exit_code=2)
+        key = os.path.realpath(target)
+        if key in seen:
+            raise NmtkitError(f"{option} {path}: {seen[key]} writes this file too; give each output its own file",
+                              exit_code=2)
+        seen[key] = option
+        check_no_file_above(target, option)
+        folder = next(p for p in (target.parent, *target.parent.parents) if p.exists())
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise NmtkitError(f"{option} {path}: cannot write in {folder}", exit_code=2)
+
+
+def _same_file(output: Path, given: Optional[str]) -> bool:
+    """Whether ``output`` is the file ``given`` names (None: the standard input, if it is a regular file)."""
+    if not output.exists():
+        return False
+    if given is None:
+        try:
+            stdin = os.fstat(sys.stdin.fileno())
+        except (AttributeError, OSError, ValueError):  # no standard input, or one without a descriptor
+            return False
+        out = output.stat()
+        return stat.S_ISREG(stdin.st_mode) and (stdin.st_dev, stdin.st_ino) == (out.st_dev, out.st_ino)
+    return Path(given).exists() and os.path.samefile(output, given)

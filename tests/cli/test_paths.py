@@ -1,0 +1,97 @@
+"""Outputs never overwrite inputs: every command's file options are classed as read or written, and a written
+file that is an input, the standard input or another output is refused before any work."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+
+from nmtkit.cli import main
+from nmtkit.cli.paths import Command, ReadFile, WriteFile
+from nmtkit.cli.train import command as train_command
+from nmtkit.data.text import atomic_output
+from nmtkit.errors import NmtkitError
+from tests.conftest import run
+
+
+def test_every_command_checks_its_outputs_and_classes_each_file_option():
+    train_command.parse_args(click.Context(train_command), ["--data", "d"])  # (its options, with the architecture's)
+    for name in main.list_commands(click.Context(main)):
+        command = main.get_command(click.Context(main), name)
+        assert isinstance(command, Command), name
+        for param in command.params:
+            if isinstance(param.type, click.Path) and not param.type.dir_okay:
+                assert isinstance(param.type, (ReadFile, WriteFile)), (name, param.name)
+
+
+def _refused(args, files, message):
+    before = {f: f.read_bytes() for f in files}
+    result = run(args, ok=False)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"error: {message}"]
+    assert {f: f.read_bytes() for f in files} == before
+
+
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path, text_dir):
+    src, tgt = text_dir / "test.en", text_dir / "test.de"
+    _refused(["align", "--src", src, "--tgt", tgt, "-o", src], [src],
+             f"--output {src}: is the file of --src; write the output to another file")
+    alias = tmp_path / "same.de"
+    os.link(tgt, alias)  # another name for the reference: the same file
+    _refused(["compare", "-r", tgt, "--sys", f"a={src}", "--sys", f"b={src}", "--csv", alias], [tgt],
+             f"--csv {alias}: is the file of --ref; write the output to another file")
+    _refused(["bucket-bleu", "--src", src, "--ref", tgt, "--hyp", f"a={tgt}", "--csv", tmp_path / "t.csv",
+              "--plot", tmp_path / "t.csv"], [src, tgt],
+             f"--plot {tmp_path / 't.csv'}: --csv writes this file too; give each output its own file")
+    _refused(["compare", "-r", tgt, "--sys", f"a={src},{tgt}", "--sys", f"b={src}", "--json", src], [src, tgt],
+             f"--json {src}: is the file of --sys; write the output to another file")
+
+
+def test_translate_refuses_to_write_over_its_model_or_its_own_outputs(trained_ckpt, text_dir, tmp_path):
+    src = text_dir / "test.en"
+    _refused(["translate", "-m", trained_ckpt, "-i", src, "-o", trained_ckpt], [trained_ckpt],
+             f"--output {trained_ckpt}: is the file of --model; write the output to another file")
+    out = tmp_path / "out.de"
+    _refused(["translate", "-m", trained_ckpt, "-i", src, "-o", out, "--attention-out", out], [],
+             f"--attention-out {out}: --output writes this file too; give each output its own file")
+    assert not out.exists()
+
+
+def test_translate_refuses_to_write_over_the_file_on_its_standard_input(trained_ckpt, text_dir, tmp_path):
+    src = tmp_path / "in.en"
+    src.write_bytes((text_dir / "test.en").read_bytes())
+    with open(src, "rb") as stdin:
+        r = subprocess.run([sys.executable, "-m", "nmtkit", "translate", "-m", trained_ckpt, "-o", src], stdin=stdin,
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: --output {src}: is the standard input; write the output to another file"
+    assert src.read_bytes() == (text_dir / "test.en").read_bytes()
+
+
+def test_an_output_that_cannot_be_written_is_one_line(text_dir):
+    r = subprocess.run([sys.executable, "-m", "nmtkit", "align", "--src", text_dir / "test.en", "--tgt",
+                        text_dir / "test.de", "-o", "/proc/nmtkit-test/lex.tsv"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode in (1, 2) and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "/proc/nmtkit-test/lex.tsv" in r.stderr
+
+
+def test_atomic_output_writes_through_a_link_and_keeps_the_permissions(tmp_path):
+    target, link = tmp_path / "target.txt", tmp_path / "link.txt"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link.symlink_to(target.name)
+    with atomic_output(link) as f:
+        f.write("new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_atomic_output_names_the_file_it_cannot_make(tmp_path):
+    with pytest.raises(NmtkitError, match=r"^/proc/nmtkit-test\.txt: cannot write \("):
+        with atomic_output("/proc/nmtkit-test.txt") as f:
+            f.write("x")
