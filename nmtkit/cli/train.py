@@ -14,6 +14,7 @@ from typing import Optional
 import click
 
 from nmtkit.cli.options import click_options, config_options
+from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import read_yaml, resolve
 from nmtkit.errors import NmtkitError
 from nmtkit.models import get_spec, model_names
@@ -74,7 +75,7 @@ def run_settings(saved: dict, spec: ModelSpec) -> dict:
     return {k: v for k, v in saved.items() if k in own or not owners(k)}
 
 
-class ArchCommand(click.Command):
+class ArchCommand(Command):
     """A click command whose options are the training options plus the chosen architecture's."""
 
     def __init__(self, *args, **kwargs):
@@ -105,9 +106,9 @@ class ArchCommand(click.Command):
 
 
 @click.command("train", cls=ArchCommand, context_settings={"max_content_width": 110})
-@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config; options given here override it")
+@click.option("-c", "--config", "config_file", type=ReadFile(), help="YAML config; options given here override it")
 @click.option("--resume", is_flag=True, help="continue the run in --save-dir from its last.pt")
-@click.option("--init-from", type=click.Path(dir_okay=False), help="warm-start from the matching parameters of a checkpoint")
+@click.option("--init-from", type=ReadFile(), help="warm-start from the matching parameters of a checkpoint")
 @click.option("--init-optimizer", is_flag=True, help="with --init-from: also take the optimiser state of matching parameters")
 @click.option("--init-lr", is_flag=True, help="with --init-from: take the checkpoint's learning rate instead of --lr")
 @click.option("--freeze-embeddings", is_flag=True, help="do not update the word embeddings")
@@ -142,12 +143,31 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
         raise NmtkitError("--resume and --init-from exclude each other", exit_code=2)
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 holds the lock for every rank
     with RunLock(config["save_dir"]) if main_process else contextlib.nullcontext():
-        _train(config, resume, init_from, init_optimizer, init_lr, freeze_embeddings)
+        _train(config, resume, init_from, init_optimizer, init_lr, freeze_embeddings, config_file)
+
+
+def check_new_run_folder(save_dir: Path, config_file: Optional[str]) -> None:
+    """Refuse, in one line, a ``--save-dir`` for a new run (no last.pt) that holds what the run would replace or
+    rotate away: another run's checkpoints (best.pt, step-N.pt), or a config.yaml that ``train`` did not write (the
+    user's, e.g. the ``--config`` file itself)."""
+    if not save_dir.is_dir():
+        return
+    from nmtkit.checkpoint import kept_checkpoints
+
+    theirs = [p.name for p in (save_dir / "best.pt",) if p.exists()] + [p.name for p in kept_checkpoints(save_dir)]
+    if theirs:
+        raise NmtkitError(f"--save-dir {save_dir}: holds {', '.join(theirs)} of a run without last.pt to resume; "
+                          "remove them or choose another folder", exit_code=2)
+    saved = save_dir / "config.yaml"
+    if saved.exists() and not {o.name for o in TRAIN_OPTIONS} <= set(read_yaml(saved)):
+        what = "the --config file" if config_file and os.path.samefile(saved, config_file) else "a config.yaml"
+        raise NmtkitError(f"--save-dir {save_dir}: holds {what}, which train would replace with the run's own; keep "
+                          "it in another folder or choose another --save-dir", exit_code=2)
 
 
 def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer: bool, init_lr: bool,
-           freeze_embeddings: bool) -> None:
-    """Check what ``--save-dir`` holds against ``--resume``, then train."""
+           freeze_embeddings: bool, config_file: Optional[str]) -> None:
+    """Check what ``--save-dir`` holds against ``--resume`` (and ``--config``), then train."""
     from nmtkit.device import pick_device
     from nmtkit.train.distributed import init_distributed, shutdown
     from nmtkit.train.trainer import Trainer
@@ -157,6 +177,8 @@ def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer:
     if not resume and (Path(config["save_dir"]) / "last.pt").exists():
         raise NmtkitError(f"--save-dir {config['save_dir']} already holds a run; use --resume to continue it "
                           "or choose another folder", exit_code=2)
+    if not resume:
+        check_new_run_folder(Path(config["save_dir"]), config_file)
     dist = init_distributed(pick_device(config["device"]), config["dist_timeout"])
     try:
         Trainer(config, dist, resume, init_from, init_optimizer, init_lr, freeze_embeddings).train()

@@ -66,6 +66,14 @@ def batches_ahead(device: torch.device) -> int:
     return 2 if device.type == "cuda" else 0
 
 
+class Diverged(NmtkitError):
+    """Training diverged (a loss or parameters that are not finite): stopped before any checkpoint is written."""
+
+    def __init__(self, what: str):
+        super().__init__(f"training diverged: {what}; stopped without saving (last.pt and best.pt are as they were); "
+                         "resume with a lower --lr or with --clip-norm")
+
+
 class Trainer:
     """Trains one model on a corpus as ``config`` says; see :mod:`nmtkit.train.options`.
 
@@ -282,6 +290,8 @@ class Trainer:
                         p.batch += len(group)
                         if loss is None:
                             continue
+                        if not math.isfinite(loss) and not self.scaler.is_enabled():  # (a scaler skips such updates)
+                            raise Diverged(f"the loss of update {p.step + 1} is {loss}")
                         p.step += 1
                         self.profiler.after(p.step, dt)
                         set_lr(self.optimizer, self.schedule.on_update(p.step))
@@ -393,6 +403,8 @@ class Trainer:
     def _save(self, name: str) -> None:
         if not self.dist.is_main:
             return
+        if not bool(torch.stack([x.isfinite().all() for x in self.model.parameters()]).all()):
+            raise Diverged(f"update {self.progress.step} left parameters that are not finite")
         save_checkpoint(self.save_dir / name, {
             **self._decoding_payload(), "optimizer": self.optimizer.state_dict(),
             "param_names": self._trainable_names(),

@@ -109,6 +109,45 @@ def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
     assert "already holds a run; use --resume" in r.stderr
 
 
+def test_a_new_run_leaves_another_runs_checkpoints_and_the_users_config_alone(corpus_dir, trained_ckpt, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in ("best.pt", "step-5.pt"):
+        (folder / name).write_bytes(trained_ckpt.read_bytes())
+        r = run(["train", "--data", corpus_dir, "--save-dir", folder, *TINY_MODEL, "--max-steps", 1], ok=False)
+        assert r.exit_code == 2 and r.stderr.strip() == (f"error: --save-dir {folder}: holds {name} of a run without "
+                                                         "last.pt to resume; remove them or choose another folder")
+        assert (folder / name).read_bytes() == trained_ckpt.read_bytes()
+        (folder / name).unlink()
+    mine = f"# my settings\ndata: {corpus_dir}\nmax_steps: 1\n"
+    (folder / "config.yaml").write_text(mine)
+    r = run(["train", "-c", folder / "config.yaml", "--save-dir", folder, *TINY_MODEL], ok=False)
+    assert r.exit_code == 2 and "holds the --config file, which train would replace" in r.stderr
+    assert (folder / "config.yaml").read_text() == mine and not (folder / "last.pt").exists()
+
+
+def test_a_run_stopped_before_its_first_checkpoint_can_be_started_again(corpus_dir, tmp_path):
+    args = ["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", *TINY_MODEL, "--valid-every", 1,
+            "--valid-max-sentences", 2]
+    run([*args, "--max-steps", 1])
+    (tmp_path / "r" / "last.pt").unlink()  # (as if killed before saving: its config.yaml and train.jsonl are left)
+    (tmp_path / "r" / "best.pt").unlink()
+    run([*args, "--max-steps", 1])
+    assert (tmp_path / "r" / "last.pt").exists()
+
+
+def test_a_diverging_run_stops_without_saving_parameters_that_are_not_finite(corpus_dir, tmp_path):
+    save = tmp_path / "d"
+    r = run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--optimizer", "sgd", "--lr", "1e30",
+             "--clip-norm", 0, "--max-steps", 4, "--valid-every", 1, "--valid-max-sentences", 2], ok=False)
+    assert r.exit_code == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: training diverged: the loss of update ") and "stopped without saving" in last
+    saved = torch.load(save / "last.pt", weights_only=False)
+    assert all(bool(v.isfinite().all()) for v in saved["model"].values() if v.is_floating_point())
+    assert saved["progress"]["step"] < int(last.split("update ")[1].split()[0])
+
+
 def test_mixed_precision_trains_on_the_cpu(corpus_dir, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "amp", *TINY_MODEL, "--amp", "--max-steps", 4,
              "--valid-every", 4, "--log-every", 2])

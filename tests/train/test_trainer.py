@@ -20,7 +20,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models import get_spec
 from nmtkit.train.distributed import DistInfo, init_distributed, shutdown
 from nmtkit.train.options import TRAIN_OPTIONS
-from nmtkit.train.trainer import Trainer
+from nmtkit.train.trainer import Diverged, Trainer
 from tests.conftest import TINY_MODEL, run
 
 SIZES = {  # tiny models of each family
@@ -97,6 +97,15 @@ def test_resume_after_a_kill_continues_like_an_unkilled_run(reverse_corpus, tmp_
     resumed = _losses(log)
     assert sorted(resumed) == sorted(reference)
     assert resumed == reference
+
+
+def test_parameters_that_are_not_finite_are_never_saved(reverse_corpus, tmp_path):
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path)))
+    with torch.no_grad():
+        next(trainer.model.parameters())[0].fill_(float("nan"))
+    with pytest.raises(Diverged, match="^training diverged: update 0 left parameters that are not finite"):
+        trainer._save("last.pt")
+    assert not (tmp_path / "last.pt").exists()
 
 
 def test_resuming_a_finished_run_changes_nothing(reverse_corpus, tmp_path):
