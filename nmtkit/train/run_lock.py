@@ -63,6 +63,10 @@ class RunLock:
                 break
             os.close(fd)
         stale = os.read(fd, 64).decode(errors="replace").strip()
+        if stale and not stale.isdigit():  # not a lock this class wrote (a pid): someone's file, left alone
+            os.close(fd)
+            raise NmtkitError(f"--save-dir {folder}: holds a file {LOCK} that is not a run's lock; remove it or "
+                              "choose another folder", exit_code=2)
         if stale:
             log(f"took over {self.path} from process {stale}, which ended without releasing it")
         os.ftruncate(fd, 0)

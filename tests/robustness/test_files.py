@@ -140,6 +140,16 @@ def test_a_run_beside_a_live_training_is_refused(corpus_dir, tmp_path):
         first.wait()
 
 
+def test_a_lock_file_that_nmtkit_did_not_write_is_left_alone(corpus_dir, tmp_path):
+    save = tmp_path / "run"
+    save.mkdir()
+    (save / ".lock").write_text("my notes\n")
+    r = run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 1], ok=False)
+    assert r.exit_code == 2 and r.stderr == (f"error: --save-dir {save}: holds a file .lock that is not a run's "
+                                             "lock; remove it or choose another folder\n")
+    assert (save / ".lock").read_text() == "my notes\n" and sorted(p.name for p in save.iterdir()) == [".lock"]
+
+
 def test_a_file_system_that_cannot_lock_trains_unlocked_with_a_warning(corpus_dir, tmp_path, monkeypatch):
     import errno
     import fcntl
