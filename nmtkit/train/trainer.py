@@ -71,7 +71,7 @@ class Diverged(NmtkitError):
 
     def __init__(self, what: str):
         super().__init__(f"training diverged: {what}; stopped without saving (last.pt and best.pt are as they were); "
-                         "resume with a lower --lr or with --clip-norm")
+                         "train again with a lower --lr or with --clip-norm (--init-from last.pt keeps what it learned)")
 
 
 class Trainer:
