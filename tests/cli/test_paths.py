@@ -7,13 +7,10 @@ import subprocess
 import sys
 
 import click
-import pytest
 
 from nmtkit.cli import main
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.cli.train import command as train_command
-from nmtkit.data.text import atomic_output
-from nmtkit.errors import NmtkitError
 from tests.conftest import run
 
 
@@ -78,20 +75,3 @@ def test_an_output_that_cannot_be_written_is_one_line(text_dir):
     assert r.returncode == 2 and r.stderr.startswith("error: --output /proc/nmtkit-test/lex.tsv: cannot write in "
                                                     "/proc (")  # (before the alignment is computed)
     assert len(r.stderr.strip().splitlines()) == 1
-
-
-def test_atomic_output_writes_through_a_link_and_keeps_the_permissions(tmp_path):
-    target, link = tmp_path / "target.txt", tmp_path / "link.txt"
-    target.write_text("old\n")
-    target.chmod(0o640)
-    link.symlink_to(target.name)
-    with atomic_output(link) as f:
-        f.write("new\n")
-    assert link.is_symlink() and target.read_text() == "new\n"
-    assert target.stat().st_mode & 0o777 == 0o640
-
-
-def test_atomic_output_names_the_file_it_cannot_make(tmp_path):
-    with pytest.raises(NmtkitError, match=r"^/proc/nmtkit-test\.txt: cannot write \("):
-        with atomic_output("/proc/nmtkit-test.txt") as f:
-            f.write("x")

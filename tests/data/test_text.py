@@ -60,3 +60,20 @@ def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
     (tmp_path / "bom").write_bytes(b"\xef\xbb\xbfa b\n\xef\xbb\xbfc\n")
     assert read_lines(tmp_path / "bom") == ["a b", "\ufeffc"]
     assert decode_line(b"\xef\xbb\xbfx", "f", 1) == "x" and decode_line(b"\xef\xbb\xbfx", "f", 2) == "\ufeffx"
+
+
+def test_atomic_output_writes_through_a_link_and_keeps_the_permissions(tmp_path):
+    target, link = tmp_path / "target.txt", tmp_path / "link.txt"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link.symlink_to(target.name)
+    with atomic_output(link) as f:
+        f.write("new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_atomic_output_names_the_file_it_cannot_make(tmp_path):
+    with pytest.raises(NmtkitError, match=r"^/proc/nmtkit-test\.txt: cannot write \("):
+        with atomic_output("/proc/nmtkit-test.txt") as f:
+            f.write("x")
