@@ -71,7 +71,7 @@ class Diverged(NmtkitError):
 
     def __init__(self, what: str):
         super().__init__(f"training diverged: {what}; stopped without saving (last.pt and best.pt are as they were); "
-                         "train again with a lower --lr or with --clip-norm (--init-from last.pt keeps what it learned)")
+                         "train again with a lower --lr or with --clip-norm (--resume --lr X continues the run from last.pt)")
 
 
 class Trainer:
@@ -162,12 +162,19 @@ class Trainer:
             load_optimizer_by_name(self.model, self.optimizer, ckpt)
         self.schedule.load_state(ckpt["schedule"])
         self.stopping.load_state(ckpt["stopping"])
-        set_lr(self.optimizer, self.schedule.lr)
         self.progress = Progress(**ckpt["progress"])
+        run_lr, reached = ckpt["config"].get("lr"), self.schedule.lr
+        changed = run_lr is not None and self.config["lr"] != run_lr  # --lr given again, to another value
+        if changed and not self.schedule.sets_every_update:
+            self.schedule.lr = self.config["lr"]
+        elif changed:  # (the schedule's rate at the next update, from the new base rate)
+            self.schedule.on_update(self.progress.step)
+        set_lr(self.optimizer, self.schedule.lr)
         restore_rng(ckpt["rng"])
         if self.dist.is_main:
             log(f"resuming from {path}: step {self.progress.step}, epoch {self.progress.epoch}, "
-                f"lr {self.schedule.lr:.3g}")
+                f"lr {self.schedule.lr:.3g}" + (f" (--lr {self.config['lr']:.3g} given; the run had --lr {run_lr:.3g}"
+                                                 f" and was at {reached:.3g})" if changed else ""))
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
         ckpt = load_checkpoint(path, ("model", "config", "schedule"))

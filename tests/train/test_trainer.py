@@ -120,6 +120,25 @@ def test_resuming_a_finished_run_changes_nothing(reverse_corpus, tmp_path):
     assert max(steps) == 6
 
 
+def test_resume_takes_a_learning_rate_given_again_and_otherwise_keeps_the_runs(reverse_corpus, tmp_path):
+    """The run's rate where it stopped (decayed, here 0.0005) unless --lr is given again with another value; with
+    inverse-sqrt, the new --lr is the schedule's base from the update it resumes at."""
+    cfg = config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1)
+    Trainer(cfg).train()
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    ckpt["schedule"]["lr"] = 0.0005  # as if validations had decayed it
+    torch.save(ckpt, tmp_path / "last.pt")
+    kept = Trainer(cfg, resume=True)
+    assert kept.schedule.lr == kept.optimizer.param_groups[0]["lr"] == 0.0005
+    given = Trainer({**cfg, "lr": 0.002}, resume=True)
+    assert given.schedule.lr == given.optimizer.param_groups[0]["lr"] == 0.002
+    sqrt = config(data=str(reverse_corpus), save_dir=str(tmp_path / "s"), max_steps=2, valid_every=2, threads=1,
+                  lr_schedule="inverse-sqrt", warmup_steps=4)
+    Trainer(sqrt).train()
+    rates = [Trainer({**sqrt, "lr": lr}, resume=True).optimizer.param_groups[0]["lr"] for lr in (0.005, 0.01)]
+    assert rates == pytest.approx([0.005 * 3 / 4, 0.01 * 3 / 4])  # the rate of update 3 of 4 warm-up updates
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
