@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, Optional, Sequence
 
 import click
 
@@ -95,23 +95,30 @@ def check_same_length(paths: Sequence[str]) -> None:
 
 def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterable:
     """The lines to decode: those of stdin or the one input (their TAB-separated fields with ``fields``), or the
-    lines of several inputs side by side (one field each); ``files`` closes what is opened."""
+    lines of several inputs side by side (one field each; a one-line error once one ends before the others: inputs
+    that are pipes cannot be counted first); ``files`` closes what is opened."""
     from nmtkit.data.text import check_readable
 
-    opened = [files.enter_context(open(check_readable(p, allow_empty=True), "rb")) for p in paths] or [sys.stdin.buffer]
+    opened = [files.enter_context(open(check_readable(p, allow_empty=True, stream=True), "rb")) for p in paths] or [
+        sys.stdin.buffer]
     if fields:
         return (tuple(raw.split(b"\t")) for raw in opened[0])
-    return zip(*opened) if len(opened) > 1 else opened[0]
+    if len(opened) > 1:
+        return with_fields(opened[0], [("-i", path) for path in paths[1:]], files, opened[1:])
+    return opened[0]
 
 
-def with_fields(lines: Iterable, files_by_option: Sequence[tuple[str, str]], files: ExitStack) -> Iterator[tuple]:
+def with_fields(lines: Iterable, files_by_option: Sequence[tuple[str, str]], files: ExitStack,
+                opened_files: Sequence[BinaryIO] = ()) -> Iterator[tuple]:
     """Each line's fields with, after them, the line of each file beside it (``(option, path)``: a prefix file, a
-    constraints file); a one-line error once a file and the input differ in length (``files`` closes them)."""
+    constraints file, another input; ``opened_files``: those files, if opened already); a one-line error once a
+    file and the input differ in length (``files`` closes them)."""
     from nmtkit.data.text import check_readable
     from nmtkit.search.sources import fields_of
 
-    opened = [(option, path, files.enter_context(open(check_readable(path, allow_empty=True), "rb")))
-              for option, path in files_by_option]
+    opened = [(option, path, file) for (option, path), file in zip(files_by_option, opened_files or [
+        files.enter_context(open(check_readable(path, allow_empty=True, stream=True), "rb"))
+        for _, path in files_by_option])]
     count = 0
     for count, line in enumerate(lines, 1):
         extra = []
@@ -196,7 +203,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     ``alignments_path`` (``--alignments``; one line per input line); ``sources(loaded, model_path)`` turns
     lines into a model's inputs (see :class:`~nmtkit.decoding.Decoder`); ``verbs`` name the work in progress and
     done. Returns the decoder; raises an error naming the unusable lines once everything is written."""
-    from nmtkit.data.text import open_output
+    from nmtkit.data.text import is_stream, open_output
     from nmtkit.decoding import Decoder
     from nmtkit.progress import log, progress
     from nmtkit.search.attention_file import open_attention
@@ -206,7 +213,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     guide_files = [(option, path) for option, path in (("--prefix-file", options["prefix_file"]),
                                                        ("--constraints", options["constraints_file"])) if path]
     side_by_side = [*input_paths, *(path for _, path in guide_files)] if input_paths else []
-    if len(side_by_side) > 1:  # (stdin and guide files: checked as they are read)
+    if len(side_by_side) > 1 and not any(map(is_stream, side_by_side)):  # (stdin, pipes: checked as they are read)
         check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
     name = " + ".join(input_paths) or "<stdin>"

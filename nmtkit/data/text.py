@@ -38,16 +38,25 @@ def strip_newline(raw: bytes) -> bytes:
     return raw
 
 
-def check_readable(path: PathLike, allow_empty: bool = False) -> Path:
-    """Return ``path`` as a Path if it is a readable, non-empty file, else raise NmtkitError."""
+def check_readable(path: PathLike, allow_empty: bool = False, stream: bool = False) -> Path:
+    """Return ``path`` as a Path if it is a readable, non-empty file, else raise NmtkitError. With ``stream``, for
+    a file read once from start to end, a pipe or a device will do too (``-i <(command)``, ``/dev/stdin``)."""
     p = Path(path)
     if not p.exists():
         raise NmtkitError(f"{p}: no such file")
+    if stream and is_stream(p):
+        return p
     if not p.is_file():
         raise NmtkitError(f"{p}: not a regular file")
     if not allow_empty and p.stat().st_size == 0:
         raise NmtkitError(f"{p}: file is empty")
     return p
+
+
+def is_stream(path: PathLike) -> bool:
+    """Whether ``path`` is a pipe or a character device (readable once, of a length unknown before)."""
+    p = Path(path)
+    return p.is_fifo() or p.is_char_device()
 
 
 def count_lines(path: PathLike) -> int:

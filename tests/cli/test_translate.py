@@ -2,7 +2,9 @@
 (from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
 import json
 import math
+import os
 import shutil
+import threading
 
 import pytest
 import torch
@@ -244,6 +246,34 @@ def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_
         assert s["attention"]["source"].shape == (n, 4) and s["attention"]["source.mt"].shape == (n, 3)
         assert s["attention"]["encoders"].shape == (n, 3) and len(s["labels"]["encoders"]) == 3
         assert f[1]["input_tokens"] == {} and f[1]["tgt_tokens"] == []
+
+
+def pipe(path, text: str) -> str:
+    """A named pipe at ``path`` that a thread fills with ``text`` once it is opened, as ``<(command)`` would."""
+    os.mkfifo(path)
+
+    def fill():
+        with open(path, "w") as f:
+            f.write(text)
+    threading.Thread(target=fill, daemon=True).start()
+    return str(path)
+
+
+def test_inputs_may_be_pipes_read_once(two_source_ckpt, trained_ckpt, two_inputs, text_dir, tmp_path):
+    """``-i <(command)`` or ``-i /dev/stdin``: a pipe is read once, and inputs side by side are checked as they are
+    read (a pipe cannot be counted first)."""
+    a, b = two_inputs / "a", two_inputs / "b"
+    out = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", b, "--beam", 3]).stdout
+    piped = run(["translate", "-m", two_source_ckpt, "-i", pipe(tmp_path / "pa", a.read_text()), "-i",
+                 pipe(tmp_path / "pb", b.read_text()), "--beam", 3]).stdout
+    assert piped == out
+    r = run(["translate", "-m", two_source_ckpt, "-i", pipe(tmp_path / "qa", a.read_text()), "-i",
+             pipe(tmp_path / "qb", "eins\n"), "-o", tmp_path / "out"], ok=False)
+    assert r.exit_code == 2 and r.stderr.endswith(f"error: -i {tmp_path / 'qb'}: 1 line(s), fewer than the input's\n")
+    assert not (tmp_path / "out").exists()
+    one = run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en"]).stdout
+    assert run(["translate", "-m", trained_ckpt, "-i", pipe(tmp_path / "p", (text_dir / "test.en").read_text())
+                ]).stdout == one
 
 
 def test_plot_attn_draws_each_input(two_source_ckpt, two_inputs, tmp_path):
