@@ -1,6 +1,8 @@
 """Shared fixtures: a tiny corpus, a tiny model configuration and a briefly trained checkpoint."""
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,17 @@ def run(args, input=None, ok=True):
     else:
         assert result.exit_code != 0, result.stdout
     return result
+
+
+def pipe(path, text: str) -> str:
+    """A named pipe at ``path`` that a thread fills with ``text`` once it is opened, as ``<(command)`` would."""
+    os.mkfifo(path)
+
+    def fill():
+        with open(path, "w") as f:
+            f.write(text)
+    threading.Thread(target=fill, daemon=True).start()
+    return str(path)
 
 
 @pytest.fixture(scope="session")

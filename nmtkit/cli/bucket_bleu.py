@@ -54,8 +54,8 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
     if plot_path:
         figure_format(plot_path, "--plot")
     systems = {name: files[0] for name, files in named_systems(hyps, "--hyp").items()}
-    sources = read_lines(check_readable(src_path))
-    texts = {path: read_lines(check_readable(path, allow_empty=True)) for path in [*ref_paths, *systems.values()]}
+    sources = read_lines(check_readable(src_path, stream=True))
+    texts = {path: read_lines(check_readable(path, allow_empty=True, stream=True)) for path in [*ref_paths, *systems.values()]}
     for path, lines in texts.items():
         if len(lines) != len(sources):
             raise NmtkitError(f"{path} has {len(lines)} lines but the source {src_path} has {len(sources)}")

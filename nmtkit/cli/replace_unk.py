@@ -31,10 +31,10 @@ def command(src_path, attention_path, dict_path, hyp_path, output_path):
     from nmtkit.tools.lexicon import load_lexicon
     from nmtkit.tools.replace_unk import replace_file
 
-    sources = read_lines(check_readable(src_path, allow_empty=True))
+    sources = read_lines(check_readable(src_path, allow_empty=True, stream=True))
     lexicon = load_lexicon(dict_path) if dict_path else {}
     if hyp_path:
-        hyps = iter_lines(check_readable(hyp_path, allow_empty=True))
+        hyps = iter_lines(check_readable(hyp_path, allow_empty=True, stream=True))
     else:
         hyps = (decode_line(strip_newline(raw), "<stdin>", n) for n, raw in enumerate(sys.stdin.buffer, 1))
     with AttentionFile(check_readable(attention_path)) as attention:

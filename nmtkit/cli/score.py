@@ -65,13 +65,13 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
         value = _perplexity(model_path, src_paths, refs[0], batch_size, tab_refs)
         click.echo(f"{value:.4f}" if score_only else f"PPL = {value:.4f} (Eq. 13; tokens include </s>)")
         return
-    references = [read_lines(check_readable(r, allow_empty=True)) for r in refs]
+    references = [read_lines(check_readable(r, allow_empty=True, stream=True)) for r in refs]
     if tab_refs:
         if len(refs) != 1:
             raise NmtkitError("--tab-refs: give one -r file whose lines hold the references", exit_code=2)
         references = reference_streams(references[0])
     if hyp_path:
-        hyps = read_lines(check_readable(hyp_path, allow_empty=True))
+        hyps = read_lines(check_readable(hyp_path, allow_empty=True, stream=True))
     else:
         hyps = [decode_line(strip_newline(raw), "<stdin>", n) for n, raw in enumerate(sys.stdin.buffer, 1)]
     name = hyp_path or "<stdin>"

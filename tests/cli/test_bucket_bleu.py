@@ -4,7 +4,7 @@ import json
 
 from PIL import Image
 
-from tests.conftest import run
+from tests.conftest import pipe, run
 
 SRC = ["a b", "a b c d e", "a", "a b c d e f g h"]
 REF = ["the cat sat on the mat", "a dog ran in the park today", "hello there friend", "it rains in spain on the plain"]
@@ -30,6 +30,13 @@ def test_table_json_csv_and_plot(tmp_path):
     assert data[3]["gain"]["other"] > 0 and data[3]["gain"]["base"] == 0
     with Image.open(tmp_path / "b.png") as image:
         assert image.size[0] > 400 and image.size[1] > 300
+
+
+def test_the_source_and_the_texts_may_be_pipes(tmp_path):
+    args = files(tmp_path)
+    expected = run(args + ["--json"]).stdout
+    args[2], args[4] = pipe(tmp_path / "psrc", "\n".join(SRC) + "\n"), pipe(tmp_path / "pref", "\n".join(REF) + "\n")
+    assert run(args + ["--json"]).stdout == expected
 
 
 def test_empty_bucket_is_reported(tmp_path):

@@ -5,7 +5,7 @@ import json
 import pytest
 from PIL import Image
 
-from tests.conftest import run
+from tests.conftest import pipe, run
 from tests.metrics.test_significance import BASE, OTHER, REF, noisy
 
 
@@ -33,6 +33,13 @@ def test_a_table_per_metric_with_intervals_p_values_and_significance_marks(outpu
     _, theirs = PairedTest([("base", BASE), ("other", OTHER)], {"BLEU": sacrebleu_metric("bleu")}, [REF], "bs", 200)()
     assert rows["other"][6] == f"{theirs['BLEU'][1].p_value:.4f}"
     assert rows["good"][4].endswith("*") and not rows["other"][4].endswith("*")
+
+
+def test_the_reference_may_be_a_pipe(outputs):
+    d = outputs
+    args = ["--sys", f"base={d / 'base'}", "--sys", f"other={d / 'other'}", "--bootstrap", 50, "--trials", 50]
+    expected = run(["compare", "-r", d / "ref", *args]).stdout
+    assert run(["compare", "-r", pipe(d / "pref", "\n".join(REF) + "\n"), *args]).stdout == expected
 
 
 def test_seeds_json_csv_and_plot(outputs):

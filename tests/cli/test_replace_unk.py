@@ -2,7 +2,7 @@
 import numpy as np
 
 from nmtkit.search.attention_file import AttentionWriter
-from tests.conftest import run
+from tests.conftest import pipe, run
 from tests.tools.test_aligner import planted_corpus
 
 
@@ -27,6 +27,9 @@ def test_align_learns_a_table_and_replace_unk_uses_it(tmp_path):
             input="<unk> <unk>\n")
     assert r.stdout == "t7 Zebra\n"
     assert "replaced 2 <unk> in 1 lines: 1 from the dictionary, 1 copied" in r.stderr
+    r = run(["replace-unk", "--src", pipe(tmp_path / "psrc", "s7 Zebra\n"), "--attention", tmp_path / "a.h5", "--dict",
+             tmp_path / "lex.tsv", "-i", pipe(tmp_path / "phyp", "<unk> <unk>\n")])  # (pipes: read once)
+    assert r.stdout == "t7 Zebra\n"
 
 
 def test_translate_output_passes_the_consistency_checks(trained_ckpt, tmp_path):

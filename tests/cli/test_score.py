@@ -7,7 +7,7 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.inference import load_model
-from tests.conftest import run, unpack
+from tests.conftest import pipe, run, unpack
 
 HYP = ["the cat sat on the mat", "a dog barked"]
 REF1 = ["the cat sat on a mat", "the dog barked"]
@@ -43,6 +43,13 @@ def test_confidence_is_sacrebleus_bootstrap_interval(files):
 def test_signature_stdin_and_options(files):
     r = run(["score", "-r", files / "ref1", "--lowercase", "--tokenize", "intl"], input="\n".join(HYP) + "\n")
     assert r.stdout.startswith("BLEU = ") and "case:lc" in r.stdout and "tok:intl" in r.stdout
+
+
+def test_references_and_hypotheses_may_be_pipes(files):
+    """``-r <(command) -i <(command)``: each read once."""
+    expected = run(["score", "-r", files / "ref1", "-i", files / "hyp", "--score-only"]).stdout
+    assert run(["score", "-r", pipe(files / "r", "\n".join(REF1) + "\n"), "-i", pipe(files / "h", "\n".join(HYP) + "\n"),
+                "--score-only"]).stdout == expected
 
 
 def test_mismatched_lines_and_missing_reference(files):

@@ -2,9 +2,7 @@
 (from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
 import json
 import math
-import os
 import shutil
-import threading
 
 import pytest
 import torch
@@ -16,7 +14,7 @@ from nmtkit.data.vocab import WordVocab
 from nmtkit.inference import load_model
 from nmtkit.metrics.perplexity import corpus_nll, perplexity
 from nmtkit.search.attention_file import AttentionFile
-from tests.conftest import TINY_MODEL, run
+from tests.conftest import TINY_MODEL, pipe, run
 
 
 def test_translate_stdin_to_stdout_keeps_every_line(trained_ckpt):
@@ -246,17 +244,6 @@ def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_
         assert s["attention"]["source"].shape == (n, 4) and s["attention"]["source.mt"].shape == (n, 3)
         assert s["attention"]["encoders"].shape == (n, 3) and len(s["labels"]["encoders"]) == 3
         assert f[1]["input_tokens"] == {} and f[1]["tgt_tokens"] == []
-
-
-def pipe(path, text: str) -> str:
-    """A named pipe at ``path`` that a thread fills with ``text`` once it is opened, as ``<(command)`` would."""
-    os.mkfifo(path)
-
-    def fill():
-        with open(path, "w") as f:
-            f.write(text)
-    threading.Thread(target=fill, daemon=True).start()
-    return str(path)
 
 
 def test_inputs_may_be_pipes_read_once(two_source_ckpt, trained_ckpt, two_inputs, text_dir, tmp_path):
