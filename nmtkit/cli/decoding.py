@@ -159,7 +159,7 @@ def formatted(result: LineResult, n_best: int, output_format: str = "text") -> s
     1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
     log-probability, C its mean per token); or, in ``json``, one object with the outputs and their numbers."""
     if output_format == "json":
-        line = {"index": result.index, "outputs": result.outputs(), **({"truncated": True} if result.truncated else {})}
+        line = {"index": result.index, "outputs": result.outputs(), **result.flags()}
         return json.dumps(line, ensure_ascii=False) + "\n"
     if n_best == 1:
         return result.texts[0] + "\n"
@@ -219,7 +219,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     name = " + ".join(input_paths) or "<stdin>"
     decoder = Decoder(settings, sources, name)
     interactive = options["flush"] or (not input_paths and sys.stdin.isatty())
-    start, count = time.perf_counter(), 0
+    start, count, not_finite = time.perf_counter(), 0, []
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
         if guide_files:
@@ -233,6 +233,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
                 for result in decoder.translate(stream, writer, lambda k: bar.advance(task, k),
                                                 1 if interactive else chunk_size):
                     count += 1
+                    if result.not_finite:
+                        not_finite.append(result.index + 1)
                     out.write(formatted(result, settings.n_best, options["output_format"]))
                     if links and result.alignments is not None:
                         links.write(result.alignments[0] + "\n")
@@ -247,8 +249,9 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     seconds = time.perf_counter() - start
     log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
     source = decoder.source
-    if source.invalid:
-        numbers = ", ".join(map(str, source.invalid[:10])) + (" ..." if len(source.invalid) > 10 else "")
-        raise NmtkitError(f"{name}: {len(source.invalid)} line(s) {source.problem} (line {numbers}); "
-                          "each got an empty output line")
+    problems = [f"{len(lines)} line(s) {problem} (line {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''})"
+                for lines, problem in ((source.invalid, source.problem),
+                                       (not_finite, "whose scores the model gave as NaN or infinite")) if lines]
+    if problems:
+        raise NmtkitError(f"{name}: {'; '.join(problems)}; each got an empty output line")
     return decoder

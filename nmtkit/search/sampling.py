@@ -32,7 +32,9 @@ class Sampler:
         # exp((log p - max) / T), unnormalised: the most probable token weighs 1, so that however small T is (its
         # quotients overflowing to -inf), no row is all 0 or NaN and a tiny T tends to the greedy choice
         shifted = candidates - candidates.max(dim=1, keepdim=True).values
-        weights = torch.where(shifted == 0, 1.0, (shifted / self.temperature).exp())
+        weights = torch.where(shifted == 0, 1.0, (shifted / self.temperature).exp()).nan_to_num_(0.0)
+        # a row of NaN (a broken model or input): the greedy choice, which is </s> where it is forced
+        weights.scatter_add_(1, candidates.argmax(1, keepdim=True), (weights.sum(1, keepdim=True) == 0).to(weights))
         choice = torch.multinomial(weights, 1, generator=self.generator)
         token = ids.gather(1, choice) if ids is not None else choice
         return lp.gather(1, token), token

@@ -2,6 +2,7 @@
 search, order restored."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union, cast
 
@@ -114,12 +115,17 @@ class LineResult:
     lengths: list[int] = field(default_factory=list)
     alignments: Optional[list[str]] = None  #: each output's word alignment with the input (Moses ``i-j``), if asked
     truncated: bool = False  #: whether an input (or the prefix) of the line was cut at the length limit
+    not_finite: bool = False  #: whether the model's scores for the line were not finite (its outputs left empty)
 
     @property
     def confidence(self) -> list[float]:
         """Each output's mean log-probability per token (``</s>`` included; 0 for an empty entry): comparable
         across lengths, closer to 0 where the model is surer."""
         return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
+
+    def flags(self) -> dict[str, bool]:
+        """What JSON says of the line beside its outputs: ``truncated``, ``not_finite``, where true."""
+        return {name: True for name in ("truncated", "not_finite") if getattr(self, name)}
 
     def outputs(self) -> list[dict]:
         """Each output as JSON would hold it: ``text``, ``score``, ``logprob``, ``confidence``, ``tokens`` (its
@@ -211,15 +217,21 @@ class Translator:
         were searched (by line index)."""
         for pending in chunk:
             index, fields = pending.index, pending.fields
-            if index not in found:
+            pieces = found.get(index, [])  # (a line cut into pieces: their hypotheses joined)
+            nbest = [] if not (pieces and all(pieces)) else pieces[0] if len(pieces) == 1 else joined(
+                pieces, self.opts.length_penalty)
+            not_finite = index in found and not (nbest and all(math.isfinite(h.score) for h in nbest))
+            if not_finite:  # (a search ends without hypotheses where every score is NaN or infinite)
+                warn(f"{getattr(self.inputs, 'name', '<input>')}:{index + 1}: the model's scores are not finite (NaN "
+                     "or infinite); writing an empty line")
+            if index not in found or not_finite:
                 if self.attention_out:
                     self.attention_out.add(index, [], [], {})
                 n = self.opts.n_best  # n-best: N entries each
-                yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None)
+                yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None,
+                                 not_finite=not_finite)
                 continue
-            pieces = found[index]  # (a line cut into pieces: their hypotheses joined)
             inputs = cast(list, pending.parts)[0]
-            nbest = pieces[0] if len(pieces) == 1 else joined(pieces, self.opts.length_penalty)
             if CONSTRAINTS in inputs:
                 self._check_constraints(index, inputs[CONSTRAINTS], nbest[0])
             if self.attention_out:

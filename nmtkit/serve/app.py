@@ -74,8 +74,9 @@ def field_name(location: Sequence[Union[str, int]]) -> str:
 
 def line_results(results: Sequence[LineResult]) -> list[dict]:
     """The JSON of each line's outputs, as ``translate --output-format json`` writes them (``truncated``: the line
-    was longer than the model reads, and cut)."""
-    return [{"outputs": result.outputs(), **({"truncated": True} if result.truncated else {})} for result in results]
+    was longer than the model reads, and cut; ``not_finite``: the model's scores were not, and the outputs are
+    empty)."""
+    return [{"outputs": result.outputs(), **result.flags()} for result in results]
 
 
 def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thread: bool = True,

@@ -615,6 +615,24 @@ def test_json_output_marks_a_truncated_line(trained_ckpt):
     assert "<stdin>:2: 3 tokens, truncated to 2 (--max-input-len)" in r.stderr
 
 
+@pytest.mark.parametrize("search", [["--beam", 3], ["--greedy"], ["--sampling"]])
+def test_a_model_whose_scores_are_nan_gives_empty_lines_and_names_them(trained_ckpt, tmp_path, search):
+    """No traceback (a beam search of NaN scores finishes no hypothesis) and no NaN in JSON: each line gets an empty
+    output, a warning, and the command exits 1 naming them."""
+    checkpoint = load_checkpoint(trained_ckpt)
+    checkpoint["model"] = {name: torch.full_like(w, math.nan) if w.is_floating_point() else w
+                           for name, w in checkpoint["model"].items()}
+    save_checkpoint(tmp_path / "nan.pt", checkpoint)
+    r = run(["translate", "-m", tmp_path / "nan.pt", *search, "--output-format", "json"], input="forty-two\n\nseven\n",
+            ok=False)
+    lines = [json.loads(row) for row in r.stdout.splitlines()]  # (strict: NaN is not JSON)
+    assert r.exit_code == 1 and len(lines) == 3 and [line["outputs"][0]["text"] for line in lines] == ["", "", ""]
+    assert [line.get("not_finite", False) for line in lines] == [True, False, True]
+    assert "<stdin>:1: the model's scores are not finite (NaN or infinite); writing an empty line" in r.stderr
+    assert r.stderr.endswith("error: <stdin>: 2 line(s) whose scores the model gave as NaN or infinite (line 1, 3); "
+                             "each got an empty output line\n")
+
+
 def test_split_long_translates_a_long_line_in_pieces_and_loses_no_words(trained_ckpt):
     line = "seven hundred forty-two thousand one"
     r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "--split-long", "--output-format", "json"],
