@@ -123,11 +123,25 @@ class AttentionFile:
     def __getitem__(self, index: int) -> dict:
         if not 0 <= index < len(self):
             raise NmtkitError(f"{self.path}: no sentence {index} (the file has {len(self)}, numbered from 0)")
-        g = self.group[str(index)]
-        return {"src_tokens": _texts(g["src_tokens"][()]), "tgt_tokens": _texts(g["tgt_tokens"][()]),
-                "input_tokens": {k: _texts(v[()]) for k, v in g.get("input_tokens", {}).items()},
-                "attention": {k: v[()] for k, v in g["attention"].items()},
-                "labels": {k: _texts(v.attrs["labels"]) for k, v in g["attention"].items() if "labels" in v.attrs}}
+        try:
+            g = self.group[str(index)]
+            sentence = {"src_tokens": _texts(g["src_tokens"][()]), "tgt_tokens": _texts(g["tgt_tokens"][()]),
+                        "input_tokens": {k: _texts(v[()]) for k, v in g.get("input_tokens", {}).items()},
+                        "attention": {k: np.asarray(v[()]) for k, v in g["attention"].items()},
+                        "labels": {k: _texts(v.attrs["labels"]) for k, v in g["attention"].items()
+                                   if "labels" in v.attrs}}
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            raise NmtkitError(f"{self.path}: sentence {index} is incomplete or damaged ({e})") from None
+        for kind, weights in sentence["attention"].items():
+            columns = len(sentence["src_tokens"]) if kind == "source" else None
+            if (weights.ndim != 2 or len(weights) != len(sentence["tgt_tokens"])
+                    or columns is not None and weights.shape[1] != columns):
+                raise NmtkitError(f"{self.path}: sentence {index}: its {kind!r} attention is {list(weights.shape)}, "
+                                  f"not [{len(sentence['tgt_tokens'])} output tokens, "
+                                  f"{'positions' if columns is None else columns}]")
+            if not np.isfinite(weights).all():
+                raise NmtkitError(f"{self.path}: sentence {index}: its {kind!r} attention is not finite")
+        return sentence
 
     @property
     def inputs(self) -> list[str]:
