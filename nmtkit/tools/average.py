@@ -56,8 +56,10 @@ def average_checkpoints(paths: Sequence[PathLike]) -> dict:
         raise NmtkitError("average: no checkpoints given", exit_code=2)
     last = load_checkpoint(paths[-1], FOR_DECODING)
     total = {k: v.double() if v.is_floating_point() else v for k, v in last["model"].items()}
+    check_finite(paths[-1], last["model"])
     for path in paths[:-1]:
         ckpt = load_checkpoint(path, FOR_DECODING)
+        check_finite(path, ckpt["model"])
         built = built_differently(ckpt, last)
         if built:
             raise NmtkitError(f"{path} and {paths[-1]}: models built differently ({built}); only checkpoints of "
@@ -73,3 +75,12 @@ def average_checkpoints(paths: Sequence[PathLike]) -> dict:
     model = {k: (v / len(paths)).to(last["model"][k].dtype) if v.is_floating_point() else v for k, v in total.items()}
     kept = [key for key in (*FOR_DECODING, *CORPUS_RECORDS) if key != "model" and key in last]
     return {key: last[key] for key in kept} | {"model": model, "averaged": [str(p) for p in paths]}
+
+
+def check_finite(path: PathLike, weights: dict[str, torch.Tensor]) -> None:
+    """Refuse, naming ``path`` and the parameter, a checkpoint with a parameter that is not finite (NaN or infinite:
+    the average would be too)."""
+    for name, value in weights.items():
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise NmtkitError(f"{path}: parameter {name} is not finite (NaN or infinite); leave this checkpoint out",
+                              exit_code=2)

@@ -24,3 +24,15 @@ def test_checkpoints_of_other_shapes_are_refused(trained_ckpt, tmp_path):
     save_checkpoint(tmp_path / "b.pt", dict(a, model={**a["model"], name: torch.zeros(3)}))
     with pytest.raises(NmtkitError, match=f"b.pt: its parameters do not match those of .*best.pt: {name}"):
         average_checkpoints([tmp_path / "b.pt", trained_ckpt])
+
+
+@pytest.mark.parametrize("position", [0, 1])
+def test_a_checkpoint_with_a_parameter_that_is_not_finite_is_refused(trained_ckpt, tmp_path, position):
+    a = load_checkpoint(trained_ckpt)
+    name = list(a["model"])[2]
+    broken = {**a["model"], name: a["model"][name].clone().index_fill_(0, torch.tensor([0]), float("nan"))}
+    save_checkpoint(tmp_path / "nan.pt", dict(a, model=broken))
+    paths = [trained_ckpt, trained_ckpt]
+    paths[position] = tmp_path / "nan.pt"
+    with pytest.raises(NmtkitError, match=f"nan.pt: parameter {name} is not finite"):
+        average_checkpoints(paths)
