@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import h5py
 import numpy as np
@@ -125,11 +125,12 @@ class AttentionFile:
             raise NmtkitError(f"{self.path}: no sentence {index} (the file has {len(self)}, numbered from 0)")
         try:
             g = self.group[str(index)]
-            sentence = {"src_tokens": _texts(g["src_tokens"][()]), "tgt_tokens": _texts(g["tgt_tokens"][()]),
-                        "input_tokens": {k: _texts(v[()]) for k, v in g.get("input_tokens", {}).items()},
-                        "attention": {k: np.asarray(v[()]) for k, v in g["attention"].items()},
-                        "labels": {k: _texts(v.attrs["labels"]) for k, v in g["attention"].items()
-                                   if "labels" in v.attrs}}
+            sentence: dict[str, Any] = {"src_tokens": _texts(g["src_tokens"][()]),
+                                        "tgt_tokens": _texts(g["tgt_tokens"][()]),
+                                        "input_tokens": {k: _texts(v[()]) for k, v in g.get("input_tokens", {}).items()},
+                                        "attention": {k: np.asarray(v[()]) for k, v in g["attention"].items()},
+                                        "labels": {k: _texts(v.attrs["labels"]) for k, v in g["attention"].items()
+                                                   if "labels" in v.attrs}}
         except (KeyError, TypeError, ValueError, OSError) as e:
             raise NmtkitError(f"{self.path}: sentence {index} is incomplete or damaged ({e})") from None
         for kind, weights in sentence["attention"].items():
