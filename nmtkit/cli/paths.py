@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 import click
 
-from nmtkit.data.text import check_no_file_above
+from nmtkit.data.text import check_no_file_above, check_writable
 from nmtkit.errors import NmtkitError
 
 #: (the option that names a file, the file; None for the standard input)
@@ -90,19 +89,7 @@ def check_outputs(outputs: Iterable[Named], inputs: Iterable[Named]) -> None:
                               exit_code=2)
         seen[key] = option
         check_no_file_above(target, option)
-        _check_writable(option, target)
-
-
-def _check_writable(option: str, target: Path) -> None:
-    """Refuse an output whose folder (or the nearest one above it that exists) no file can be made in: tried, as
-    permissions do not tell (root, read-only or special file systems)."""
-    folder = next(p for p in (target.parent, *target.parent.parents) if p.exists())
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".nmtkit-probe.", dir=folder)
-    except OSError as e:
-        raise NmtkitError(f"{option} {target}: cannot write in {folder} ({e.strerror or e})", exit_code=2) from None
-    os.close(fd)
-    os.unlink(probe)
+        check_writable(target, option)
 
 
 def _same_file(output: Path, given: Optional[str]) -> bool:

@@ -121,6 +121,7 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
     log and validation) to --save-dir, which is locked while it trains (a second run there is refused).
     Under torchrun, trains with one process per device.
     """
+    from nmtkit.data.text import check_writable
     from nmtkit.train.run_lock import RunLock
 
     spec = ctx.command.spec
@@ -141,6 +142,7 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
         raise NmtkitError("--init-optimizer and --init-lr go with --init-from", exit_code=2)
     if resume and init_from:
         raise NmtkitError("--resume and --init-from exclude each other", exit_code=2)
+    check_writable(config["save_dir"], "--save-dir", inside=True)
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 holds the lock for every rank
     with RunLock(config["save_dir"]) if main_process else contextlib.nullcontext():
         _train(config, resume, init_from, init_optimizer, init_lr, freeze_embeddings, config_file)

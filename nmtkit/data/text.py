@@ -113,6 +113,21 @@ def check_no_file_above(path: PathLike, option: str = "") -> None:
             raise NmtkitError(f"{option + ' ' if option else ''}{path}: {above} is a file, not a folder", exit_code=2)
 
 
+def check_writable(target: PathLike, option: str, inside: bool = False) -> None:
+    """Refuse, in one line naming ``option`` (exit 2), an output ``target`` whose folder (``inside``: the folder
+    ``target`` itself, that files are written into), or the nearest one above it that exists, no file can be made
+    in: tried, as permissions do not tell (root, read-only or special file systems)."""
+    target = Path(target)
+    first = target if inside else target.parent
+    folder = next(p for p in (first, *first.parents) if p.exists())
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".nmtkit-probe.", dir=folder)
+    except OSError as e:
+        raise NmtkitError(f"{option} {target}: cannot write in {folder} ({e.strerror or e})", exit_code=2) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def temp_file_beside(path: Path) -> str:
     """Create an empty temporary file next to ``path`` (same folder, so a rename is atomic).
 

@@ -80,6 +80,8 @@ def test_empty_missing_and_existing(text_dir, tmp_path):
     r = run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c"], ok=False)
     assert "already holds a corpus folder; use --overwrite" in r.stderr
     run(["preprocess", "--train", text_dir / "train", *base, "-o", tmp_path / "c", "--overwrite"])
+    r = run(["preprocess", "--train", text_dir / "train", *base, "-o", "/proc/nmtkit-test/c"], ok=False)
+    assert r.exit_code == 2 and r.stderr.startswith("error: -o /proc/nmtkit-test/c: cannot write in /proc (")
 
 
 def test_bad_vocab_option(text_dir, tmp_path):

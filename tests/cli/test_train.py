@@ -107,6 +107,8 @@ def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(cor
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
     r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent], ok=False)
     assert "already holds a run; use --resume" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", "/proc/nmtkit-test/run"], ok=False)
+    assert r.exit_code == 2 and r.stderr.startswith("error: --save-dir /proc/nmtkit-test/run: cannot write in /proc (")
 
 
 def test_a_new_run_leaves_another_runs_checkpoints_and_the_users_config_alone(corpus_dir, trained_ckpt, tmp_path):
