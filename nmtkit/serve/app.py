@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nmtkit import __version__
 from nmtkit.decoding import Decoder
@@ -48,7 +49,7 @@ class Limits:
 class TranslateRequest(BaseModel):
     """``POST /translate``'s body."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # (strict: no true for a beam, no "yes" for a flag)
     text: list[Union[str, list[str]]] = Field(
         description="the lines to translate; for a model with several inputs, each line's inputs as a list of "
                     "strings (or TAB-separated)")
@@ -115,6 +116,14 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         if first.get("type") == "json_invalid":
             return error(400, f"the body is not JSON: {first.get('ctx', {}).get('error', first['msg'])}")
         return error(422, f"{field_name(first['loc'])}: {first['msg']}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = {404: f"no {request.url.path} here; see /docs", 405: f"{request.method} is not for "
+                   f"{request.url.path}; see /docs"}.get(exc.status_code, str(exc.detail))
+        if exc.status_code == 400 and "parsing the body" in str(exc.detail):  # (FastAPI's word for bytes not UTF-8)
+            message = "the body is not JSON in UTF-8"
+        return error(exc.status_code, message, **(exc.headers or {}))
 
     @app.middleware("http")
     async def body_size(request: Request, call_next):

@@ -122,6 +122,9 @@ def test_an_answer_marks_a_line_cut_at_the_length_limit():
     ({"text": [3]}, 422, "text.0"),
     ({}, 422, "text: Field required"),
     ({"text": ["a"], "beam": 0}, 422, "beam: Input should be greater than or equal to 1"),
+    ({"text": ["a"], "beam": True}, 422, "beam: Input should be a valid integer"),
+    ({"text": ["a"], "beam": "4"}, 422, "beam: Input should be a valid integer"),
+    ({"text": ["a"], "alignments": "yes"}, 422, "alignments: Input should be a valid boolean"),
     ({"text": ["a"], "beam": 2, "n_best": 3}, 422, "n_best: expects at most the beam size (2), got 3"),
     ({"text": ["a"], "model": "nope"}, 422, "model: no model named 'nope'; the models are tiny, other"),
     ({"text": [["a", "b"]]}, 422, "text.0: 2 inputs; this model reads 1"),
@@ -139,6 +142,15 @@ def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
     assert r.status_code == 400 and r.json()["error"].startswith("the body is not JSON")
     r = httpx.post(f"{url}/translate", content=b"x" * 70_000, headers={"content-type": "application/json"})
     assert r.status_code == 413 and "70000 bytes" in r.json()["error"]
+    r = httpx.post(f"{url}/translate", content=b'{"text": ["\xff"]}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json() == {"error": "the body is not JSON in UTF-8"}
+
+
+def test_unknown_paths_and_methods_are_json_errors(url):
+    r = httpx.get(f"{url}/nope")
+    assert r.status_code == 404 and r.json() == {"error": "no /nope here; see /docs"}
+    r = httpx.get(f"{url}/translate")
+    assert r.status_code == 405 and r.json() == {"error": "GET is not for /translate; see /docs"}
 
 
 def test_health_models_page_and_api_docs(url):
