@@ -88,6 +88,11 @@ def command(**o):
 def _vocab_spec(o: dict, default: str, **given) -> VocabSpec:
     """``--vocab`` (or ``default``) with ``--character-coverage`` and ``--spm-sample``, which only a SentencePiece
     model built here uses."""
+    files = [given[side] for side in ("src_file", "tgt_file") if side in given]
+    if o["vocab"] and all(files):
+        options = " and ".join(f"--{side[:3]}-vocab" for side in ("src_file", "tgt_file") if side in given)
+        raise NmtkitError(f"--vocab: builds a vocabulary, but {options} give{'s' if len(files) == 1 else ''} every "
+                          "one; leave --vocab out", exit_code=2)
     spec = VocabSpec.parse(o["vocab"] or default, **given)
     for option, field in (("character_coverage", "character_coverage"), ("spm_sample", "sample")):
         if o[option] is None:

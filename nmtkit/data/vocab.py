@@ -99,9 +99,20 @@ class WordVocab(Vocab):
 
     @classmethod
     def load(cls, path: PathLike) -> "WordVocab":
-        """Read one token per line; a ``token<TAB>count`` line keeps the token only."""
-        tokens = [line.split("\t")[0] for line in iter_lines(check_readable(path)) if line.strip()]
-        return cls(tokens)
+        """Read one token per line; a ``token<TAB>count`` line keeps the token only. A line of more than one word
+        (a text file given for a word list) or a token listed twice is a one-line error naming the line."""
+        first: dict[str, int] = {}
+        for lineno, line in enumerate(iter_lines(check_readable(path)), 1):
+            token = line.split("\t")[0].strip()
+            if not line.strip():
+                continue
+            if not token or any(c.isspace() for c in token):
+                raise NmtkitError(f"{path}:{lineno}: {token!r} is not one word; a word list holds one a line (WORD, or "
+                                  "WORD<TAB>COUNT)")
+            if token in first:
+                raise NmtkitError(f"{path}:{lineno}: {token!r} is listed again (first on line {first[token]})")
+            first[token] = lineno
+        return cls(list(first))
 
     @classmethod
     def build(cls, lines: Iterable[str], size: int) -> "WordVocab":

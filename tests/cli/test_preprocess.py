@@ -88,6 +88,16 @@ def test_bad_vocab_option(text_dir, tmp_path):
     r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
              "--vocab", "bpe", "-o", tmp_path / "c"], ok=False)
     assert r.exit_code == 2 and "--vocab: expected KIND:SIZE" in r.stderr
+    (tmp_path / "v.txt").write_text("one\ntwo\n")
+    both = ["--src-vocab", tmp_path / "v.txt", "--tgt-vocab", tmp_path / "v.txt"]
+    r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+             "--vocab", "spm:100", *both, "-o", tmp_path / "c"], ok=False)
+    assert r.exit_code == 2 and r.stderr == ("error: --vocab: builds a vocabulary, but --src-vocab and --tgt-vocab give "
+                                             "every one; leave --vocab out\n")
+    r = run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+             "--src-vocab", text_dir / "train.en", "--tgt-vocab", tmp_path / "v.txt", "-o", tmp_path / "c"], ok=False)
+    assert r.exit_code == 1 and r.stderr.startswith(f"error: {text_dir / 'train.en'}:1: ") and "is not one word" in r.stderr
+    assert not (tmp_path / "c").exists()
 
 
 def _ape_files(tmp_path):

@@ -1,8 +1,10 @@
 import io
 
+import pytest
 import sentencepiece as spm
 
 from nmtkit.data.vocab import BOS, EOS, PAD, UNK, SentencePieceVocab, WordVocab, load_vocab, vocab_from_state
+from nmtkit.errors import NmtkitError
 
 TEXT = ["the cat sat on the mat", "the dog sat", "a cat and a dog", "the end"] * 20
 
@@ -29,6 +31,18 @@ def test_word_list_without_specials_gets_them(tmp_path):
     (tmp_path / "v.txt").write_text("hello\t10\nworld\t5\n")
     v = load_vocab(tmp_path / "v.txt")
     assert v.tokens == ["<pad>", "<unk>", "<s>", "</s>", "hello", "world"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hello\nthe cat sat\n", "v.txt:2: 'the cat sat' is not one word; a word list holds one a line"),
+    ("hello\n\tworld\n", "v.txt:2: '' is not one word"),
+    ("hello\nworld\t5\nhello\t2\n", "v.txt:3: 'hello' is listed again (first on line 1)"),
+])
+def test_a_word_list_of_lines_that_are_not_one_word_each_or_repeat_one_is_refused(tmp_path, text, message):
+    (tmp_path / "v.txt").write_text(text)
+    with pytest.raises(NmtkitError) as e:
+        load_vocab(tmp_path / "v.txt")
+    assert str(e.value).startswith(f"{tmp_path / message}")
 
 
 def test_sentencepiece_train_encode_decode(tmp_path):
