@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence, Union
 
-from nmtkit.data.vocab import Vocab
+from nmtkit.data.vocab import UNK, Vocab
 from nmtkit.progress import warn
 from nmtkit.search.constrained import CONSTRAINTS, flat
 from nmtkit.search.ensemble import EnsembleSources
@@ -17,8 +17,27 @@ from nmtkit.search.sources import Inputs, Line, Source, StreamSources, TextSourc
 
 def prefix_source(vocab: Vocab, limit: Optional[int], name: str = "--prefix-file") -> TextSource:
     """Target prefixes, one a line, tokenised with the target vocabulary; one longer than ``limit`` tokens (the
-    model's longest output) is cut there with a warning."""
-    return TextSource(vocab, limit, name, PREFIX, "the most this model outputs")
+    model's longest output) is cut there with a warning, and one with words outside the vocabulary is warned of."""
+    return PrefixSource(vocab, limit, name, PREFIX, "the most this model outputs")
+
+
+class PrefixSource(TextSource):
+    """:class:`TextSource` of target prefixes, warning of words the target vocabulary lacks."""
+
+    def read(self, index: int, raw: bytes) -> Optional[list[int]]:
+        ids = super().read(index, raw)
+        if ids:
+            warn_unknown(self.vocab, self.name, index, line_text(index, raw).strip(), ids)
+        return ids
+
+
+def warn_unknown(vocab: Vocab, name: str, index: int, phrase: str, ids: Sequence[int]) -> None:
+    """Warn, naming the line, where a target phrase forced into the output holds words outside ``vocab``: the output
+    will hold ``<unk>`` in their place."""
+    if UNK in ids:
+        unknown = [word for word in phrase.split() if UNK in vocab.encode(word)] or [phrase]
+        warn(f"{name}:{index + 1}: {', '.join(map(repr, unknown))} not in the target vocabulary: the output holds "
+             "<unk> in place")
 
 
 class ConstraintSource:
@@ -42,7 +61,10 @@ class ConstraintSource:
             warn(f"{self.name}:{index + 1}: not a JSON list of strings ({e}); writing an empty line")
             self.invalid.append(index + 1)
             return None
-        return flat([self.vocab.encode(phrase) for phrase in phrases])
+        encoded = [self.vocab.encode(phrase) for phrase in phrases]
+        for phrase, ids in zip(phrases, encoded):
+            warn_unknown(self.vocab, self.name, index, phrase, ids)
+        return flat(encoded)
 
     def labels(self, item) -> list[str]:
         return self.vocab.id_to_token(list(item))

@@ -589,10 +589,15 @@ def test_constraints_put_their_phrases_in_the_outputs(trained_ckpt, tmp_path):
         else:
             out = r.stdout.splitlines()
         assert "neun" in out[0].split() and {"drei", "acht"} <= set(out[2].split()) and "acht und" in out[2]
-        assert out[1] == plain[1] and "no output could hold" not in r.stderr
+        assert out[1] == plain[1] and "no output could hold" not in r.stderr and "vocabulary" not in r.stderr
     both = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl",
-                "--prefix-file", tmp_path / "in.en"]).stdout.splitlines()  # (English words: <unk> prefixes)
-    assert len(both) == 3 and "neun" in both[0].split()
+                "--prefix-file", tmp_path / "in.en"])  # (English words: <unk> prefixes)
+    assert len(both.stdout.splitlines()) == 3 and "neun" in both.stdout.splitlines()[0].split()
+    assert "--prefix-file:2: 'seven' not in the target vocabulary: the output holds <unk> in place" in both.stderr
+    (tmp_path / "c.jsonl").write_text('["neun zzz", "qqq"]\n\n\n')
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl"])
+    assert "--constraints:1: 'zzz' not in the target vocabulary: the output holds <unk> in place" in r.stderr
+    assert "--constraints:1: 'qqq' not in the target vocabulary" in r.stderr
 
 
 def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tmp_path):
