@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, check_goes_with
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import POSITIVE, PROBABILITY, Range
 from nmtkit.errors import NmtkitError
@@ -36,6 +36,9 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
     from nmtkit.tools.aligner import count_links, index_corpus, table_entries, train_ibm2
     from nmtkit.tools.lexicon import write_table
 
+    em = "EM training (no --links)"
+    check_goes_with(("iterations", not links_path, em), ("diagonal_tension", not links_path, em),
+                    ("null_prob", not links_path, em))
     lines = check_parallel(src_path, tgt_path)
     pairs = ((s.split(), t.split()) for s, t in zip(iter_lines(src_path), iter_lines(tgt_path)))
     if links_path:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.options import Checked, named_systems
+from nmtkit.cli.options import Checked, check_goes_with, named_systems
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import Range
 
@@ -47,6 +47,7 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
     from nmtkit.tools.bucket_bleu import bucket_bleu, parse_buckets, plot_buckets
     from nmtkit.tools.figures import figure_format
 
+    check_goes_with(("samples", confidence, "--confidence"))
     bounds = parse_buckets(buckets)
     for option, name in (("--tokenize", tokenize), ("--bleu-tokenize", bleu_tokenize)):
         if name is not None:

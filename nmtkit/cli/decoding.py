@@ -178,6 +178,9 @@ def settings_of(options: dict, **more) -> DecodeSettings:
     if not o["sampling"] and any(o[name] is not None for name in sampling):
         raise NmtkitError("--sampling-topk, --temperature and --seed go with --sampling", exit_code=2)
     searching = given_options("beam", "greedy", "length_penalty")
+    if searching[:2] == ["--beam", "--greedy"]:
+        raise NmtkitError("--beam: --greedy searches with one hypothesis (as --beam 1); give one or the other",
+                          exit_code=2)
     if o["sampling"] and searching:
         raise NmtkitError(f"{searching[0]}: --sampling draws its outputs instead of searching", exit_code=2)
     weights = parse_weights(o.pop("weights"))

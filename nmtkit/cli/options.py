@@ -73,3 +73,18 @@ def named_systems(values: Sequence[str], option: str, several: bool = False) -> 
             raise NmtkitError(f"{option}: two systems have the same name, {name!r}", exit_code=2)
         systems[name] = files
     return systems
+
+
+def check_goes_with(*rules: tuple[str, bool, str]) -> None:
+    """Refuse, in one line naming it (exit 2), an option given on the command line that the command would ignore:
+    each rule is (the option's parameter name, whether it is used, what it goes with)."""
+    from click.core import ParameterSource
+
+    from nmtkit.cli.paths import option_name
+    from nmtkit.errors import NmtkitError
+
+    ctx = click.get_current_context()
+    params = {param.name: param for param in ctx.command.params}
+    for name, used, goes_with in rules:
+        if not used and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            raise NmtkitError(f"{option_name(params[name])}: goes with {goes_with}", exit_code=2)

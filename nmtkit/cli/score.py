@@ -8,7 +8,7 @@ from typing import Sequence
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, check_goes_with
 from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
@@ -52,6 +52,12 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
 
     if not refs:
         raise NmtkitError("-r/--ref: at least one reference file is required", exit_code=2)
+    ppl = metric == "ppl"
+    check_goes_with(("max_ngram", metric == "bleu", "--metric bleu"), ("no_brevity_penalty", metric == "bleu",
+                                                                         "--metric bleu"),
+                    ("model_path", ppl, "--metric ppl"), ("src_paths", ppl, "--metric ppl"),
+                    ("batch_size", ppl, "--metric ppl"), ("samples", confidence, "--confidence"),
+                    ("hyp_path", not ppl, "a metric of hypotheses (--metric ppl scores the model's probability of -r)"))
     if tokenize is not None:
         from nmtkit.metrics.text import check_tokenizer
 

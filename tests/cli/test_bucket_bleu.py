@@ -54,6 +54,8 @@ def test_errors(tmp_path):
     assert "--hyp: expected NAME=FILE" in run(args + ["--hyp", "nofile"], ok=False).stderr
     assert "same name" in run(args + ["--hyp", f"base={tmp_path / 'other'}"], ok=False).stderr
     assert "--buckets" in run(args[:-1] + ["5,2"], ok=False).stderr
+    r = run(args + ["--bootstrap", 100], ok=False)
+    assert r.exit_code == 2 and r.stderr == "error: --bootstrap: goes with --confidence\n"
     assert "--tokenize: unknown tokenizer 'xx'" in run(args + ["--tokenize", "xx"], ok=False).stderr
     assert "--plot: cannot tell the figure format" in run(args + ["--plot", tmp_path / "x.gif"], ok=False).stderr
     assert "no such file" in run(args + ["--ref", tmp_path / "missing"], ok=False).stderr

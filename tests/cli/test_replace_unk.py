@@ -52,6 +52,9 @@ def test_errors(tmp_path):
     assert "l has 2 lines but" in r.stderr
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--null-prob", 1], ok=False)
     assert "--null-prob: expects a number in [0, 1), got '1'" in r.stderr and r.exit_code == 2
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l", "--iterations", 3],
+            ok=False)
+    assert r.exit_code == 2 and r.stderr == "error: --iterations: goes with EM training (no --links)\n"
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "t"], input="x\n", ok=False)
     assert "not an nmtkit attention file" in r.stderr
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "missing.h5"], ok=False)

@@ -52,6 +52,28 @@ def test_references_and_hypotheses_may_be_pipes(files):
                 "--score-only"]).stdout == expected
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["-m", "model.pt"], "--model: goes with --metric ppl"),
+    (["--src", "src.txt"], "--src: goes with --metric ppl"),
+    (["--batch-size", 8], "--batch-size: goes with --metric ppl"),
+    (["--bootstrap", 100], "--bootstrap: goes with --confidence"),
+    (["--metric", "chrf", "--no-brevity-penalty"], "--no-brevity-penalty: goes with --metric bleu"),
+    (["--metric", "ter", "--max-ngram", 2], "--max-ngram: goes with --metric bleu"),
+])
+def test_an_option_the_metric_would_ignore_is_refused(files, extra, message):
+    for name in ("model.pt", "src.txt"):
+        (files / name).write_text("x\n")
+    extra = [files / x if x in ("model.pt", "src.txt") else x for x in extra]
+    r = run(["score", "-r", files / "ref1", "-i", files / "hyp", *extra], ok=False)
+    assert r.exit_code == 2 and r.stderr == f"error: {message}\n"
+
+
+def test_perplexity_reads_no_hypotheses(trained_ckpt, text_dir):
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
+             "-i", text_dir / "test.de"], ok=False)
+    assert r.exit_code == 2 and r.stderr.startswith("error: --input: goes with a metric of hypotheses (--metric ppl")
+
+
 def test_mismatched_lines_and_missing_reference(files):
     r = run(["score", "-r", files / "ref1"], input="only one line\n", ok=False)
     assert "<stdin> has 1 lines but reference" in r.stderr

@@ -97,6 +97,9 @@ def test_errors(trained_ckpt, tmp_path):
     assert r.exit_code == 2
     r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "nope.txt"], ok=False)
     assert "nope.txt: no such file" in r.stderr
+    r = run(["translate", "-m", trained_ckpt, "--greedy", "--beam", 4], input="x\n", ok=False)
+    assert r.exit_code == 2 and r.stderr == "error: --beam: --greedy searches with one hypothesis (as --beam 1); " \
+                                            "give one or the other\n"
 
 
 def test_flush_serves_a_pipe_line_by_line(trained_ckpt):
