@@ -81,6 +81,9 @@ FOR_DECODING = ("model", "config", "vocab", "corpus")
 CORPUS_RECORDS = ("images", EDITS_RECORD)
 
 
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  #: the first bytes of an HDF5 file
+
+
 def unreadable(e: BaseException) -> str:
     """Why ``torch.load`` failed, in a few words: never its advice to load the file unsafely."""
     text = str(e)
@@ -101,7 +104,12 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises many types for truncated or foreign files
-        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({unreadable(e)})") from None
+        with open(path, "rb") as f:
+            head = f.read(8)
+        why = "it is an HDF5 file, such as a corpus shard or an attention file" if head == HDF5_SIGNATURE else \
+            f"a PyTorch file cut short or damaged: {unreadable(e)}" if head.startswith(b"PK") and not \
+            unreadable(e).startswith("it holds") else unreadable(e)
+        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({why})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") not in (1, FORMAT_VERSION) or "model" not in ckpt:
         raise NmtkitError(f"{path}: not an nmtkit checkpoint (format {ckpt.get('format') if isinstance(ckpt, dict) else '?'})")
     ckpt = upgrade(ckpt)

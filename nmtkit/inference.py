@@ -10,13 +10,15 @@ from typing import Optional, Sequence
 
 import torch
 
+from nmtkit import __version__
 from nmtkit.checkpoint import FOR_DECODING, checkpoint_meta, checkpoint_vocabs, first_mismatch, load_checkpoint
 from nmtkit.data.output_form import TEXT, OutputForm
 from nmtkit.data.streams import TARGET, TOKENS, CorpusMeta
 from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
-from nmtkit.models import build_model
+from nmtkit.models import build_model, model_names
+from nmtkit.models.registry import MODELS
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.ensemble import Ensemble, StreamNames, normalised_weights
 
@@ -48,6 +50,9 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
     """The model of a checkpoint, built as it was trained and loaded with its weights, in eval mode."""
     ckpt = load_checkpoint(path, FOR_DECODING)
     vocabs, meta = checkpoint_vocabs(ckpt), checkpoint_meta(ckpt)
+    if ckpt["config"]["arch"] not in MODELS:
+        raise NmtkitError(f"{path}: a model of architecture {ckpt['config']['arch']!r}, which this nmtkit "
+                          f"{__version__} does not have (it has {', '.join(model_names())})")
     model = build_model(ckpt["config"], meta, vocabs)
     mismatch = first_mismatch(model.state_dict(), ckpt["model"])
     if mismatch:

@@ -1,4 +1,7 @@
 """Checkpoint files: atomic writes, safe loading, clear errors, and format 1 (nmtkit 0.1.0) read as format 2."""
+from pathlib import Path
+
+import h5py
 import pytest
 import torch
 
@@ -91,6 +94,17 @@ def test_unreadable_checkpoints_get_one_line_naming_the_file_and_the_problem(tmp
     torch.save({k: v for k, v in ckpt.items() if k != "vocab"}, tmp_path / "novocab.pt")
     with pytest.raises(NmtkitError, match="novocab.pt: an incomplete nmtkit checkpoint \\(no vocab\\)"):
         load_model(tmp_path / "novocab.pt")
+    (tmp_path / "cut.pt").write_bytes(Path(trained_ckpt).read_bytes()[:5000])
+    with pytest.raises(NmtkitError, match=r"cut.pt: not a readable nmtkit checkpoint \(a PyTorch file cut short or "
+                                          r"damaged: "):
+        load_checkpoint(tmp_path / "cut.pt")
+    with h5py.File(tmp_path / "shard.h5", "w") as f:
+        f["x"] = [1]
+    with pytest.raises(NmtkitError, match=r"shard.h5: not a readable nmtkit checkpoint \(it is an HDF5 file, "):
+        load_checkpoint(tmp_path / "shard.h5")
+    torch.save({**ckpt, "config": {**ckpt["config"], "arch": "future-net"}}, tmp_path / "future.pt")
+    with pytest.raises(NmtkitError, match=r"future.pt: a model of architecture 'future-net', which this nmtkit "):
+        load_model(tmp_path / "future.pt")
     torch.save({**ckpt, "config": {**ckpt["config"], "dec_size": 20}}, tmp_path / "resized.pt")
     with pytest.raises(NmtkitError, match=r"resized.pt: the weights do not fit .*: decoder.init_state.weight is "
                                           r"\(48, 64\) there and \(20, 64\) in the configured model"):

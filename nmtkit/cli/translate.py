@@ -63,7 +63,14 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     with --fields, TAB-separated fields.
     """
     from nmtkit.progress import log
-    from nmtkit.search.sources import FeatureSource, TextSource, check_input_count, model_sources, read_inputs
+    from nmtkit.search.sources import (
+        FeatureSource,
+        TextSource,
+        check_input_count,
+        check_translator,
+        model_sources,
+        read_inputs,
+    )
 
     if (attention_layer or attention_head) and not (options["attention_out"] or alignments_path):
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out or --alignments",
@@ -72,6 +79,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
 
     def source(loaded, model_path):
+        check_translator(loaded, model_path)
         inputs = read_inputs(loaded, bool(features))
         if not fields and (len(input_paths) > 1 or len(inputs) > 1):
             check_input_count(loaded, len(input_paths), "-i", ", or their TAB-separated fields with --fields",

@@ -314,6 +314,13 @@ def check_captioner(loaded, model_path: str) -> None:
                           "not images; use 'nmtkit translate'", exit_code=2)
 
 
+def check_translator(loaded, model_path: str) -> None:
+    """A model that reads more than images (a translation model), else a one-line error naming ``model_path``."""
+    if loaded.model.inputs == ("image",):
+        raise NmtkitError(f"{model_path}: a {loaded.config['arch']} model reads images alone (a captioning model); "
+                          "use 'nmtkit caption'", exit_code=2)
+
+
 def check_features(loaded, stream: str, features: np.ndarray, name: str) -> None:
     """Precomputed ``features [images, grid, D]`` for a loaded model's input ``stream``: D must be the size the model
     was trained on, and the grid that of the CNN its corpus made features with (if it made them), else a one-line

@@ -83,9 +83,12 @@ def test_the_cnn_weights_are_found_again_and_checked(captioner, tmp_path):
         shutil.move(moved, captioner / "vgg16.pth")
 
 
-def test_a_translation_model_is_refused(trained_ckpt):
+def test_a_translation_model_is_refused_and_translate_refuses_a_captioner(trained_ckpt, captioner):
     r = run(["caption", "-m", trained_ckpt], input="x.png\n", ok=False)
     assert "reads src, not images; use 'nmtkit translate'" in r.stderr
+    r = run(["translate", "-m", captioner / "run" / "best.pt"], input="x\n", ok=False)
+    assert r.exit_code == 2 and r.stderr == (f"error: {captioner / 'run' / 'best.pt'}: a show-attend-tell model reads "
+                                             "images alone (a captioning model); use 'nmtkit caption'\n")
 
 
 def test_caption_makes_the_features_the_corpus_holds(captioner):
