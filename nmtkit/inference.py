@@ -18,7 +18,6 @@ from nmtkit.data.text import PathLike
 from nmtkit.data.vocab import Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model, model_names
-from nmtkit.models.registry import MODELS
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.ensemble import Ensemble, StreamNames, normalised_weights
 
@@ -50,7 +49,7 @@ def load_model(path: PathLike, device: Optional[torch.device] = None) -> LoadedM
     """The model of a checkpoint, built as it was trained and loaded with its weights, in eval mode."""
     ckpt = load_checkpoint(path, FOR_DECODING)
     vocabs, meta = checkpoint_vocabs(ckpt), checkpoint_meta(ckpt)
-    if ckpt["config"]["arch"] not in MODELS:
+    if ckpt["config"]["arch"] not in model_names():  # (plugins loaded)
         raise NmtkitError(f"{path}: a model of architecture {ckpt['config']['arch']!r}, which this nmtkit "
                           f"{__version__} does not have (it has {', '.join(model_names())})")
     model = build_model(ckpt["config"], meta, vocabs)
