@@ -118,6 +118,9 @@ def check_writable(target: PathLike, option: str, inside: bool = False) -> None:
     ``target`` itself, that files are written into), or the nearest one above it that exists, no file can be made
     in: tried, as permissions do not tell (root, read-only or special file systems)."""
     target = Path(target)
+    check_no_file_above(target, option)
+    if inside and target.exists() and not target.is_dir():
+        raise NmtkitError(f"{option} {target}: a file, not a folder", exit_code=2)
     first = target if inside else target.parent
     folder = next(p for p in (first, *first.parents) if p.exists())
     try:
