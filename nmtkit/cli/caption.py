@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
+from nmtkit.cli.options import check_goes_with
 from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.errors import NmtkitError
 
@@ -26,6 +27,7 @@ def command(input_path, cnn_weights, features, **options):
     """
     from nmtkit.search.sources import FeatureSource, check_captioner, check_features, image_source
 
+    check_goes_with(("cnn_weights", not features, "images (not --features)"))
     verbs = ("captioning", "captioned")
     if features:
         from nmtkit.data.captions import load_features

@@ -62,6 +62,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     A model with several inputs (src and mt, src and image paths) reads one -i per input or,
     with --fields, TAB-separated fields.
     """
+    from nmtkit.data.streams import TOKENS
     from nmtkit.progress import log
     from nmtkit.search.sources import (
         FeatureSource,
@@ -80,6 +81,9 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
 
     def source(loaded, model_path):
         check_translator(loaded, model_path)
+        if cnn_weights and (features or all(loaded.meta.streams[s].kind == TOKENS for s in loaded.model.inputs)):
+            raise NmtkitError("--cnn-weights: goes with a model that makes features from images (not with --features)",
+                              exit_code=2)
         inputs = read_inputs(loaded, bool(features))
         if not fields and (len(input_paths) > 1 or len(inputs) > 1):
             check_input_count(loaded, len(input_paths), "-i", ", or their TAB-separated fields with --fields",

@@ -179,6 +179,9 @@ def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
         assert [t.decode() for t in f["sentences/1/src_tokens"][()]] == ["r0c0", "r0c1", "r1c0", "r1c1"]
     r = run(["caption", "-m", model], input=str(tmp_path / "img0.png") + "\n", ok=False)
     assert "its corpus had precomputed features" in r.stderr
+    r = run(["caption", "-m", model, "--features", tmp_path / "test.npy", "--cnn-weights", tmp_path / "test.npy"],
+            ok=False)
+    assert r.exit_code == 2 and r.stderr == "error: --cnn-weights: goes with images (not --features)\n"
     ppl = run(["score", "--metric", "ppl", "-m", model, "--src", tmp_path / "test.npy", "--tab-refs",
                "-r", tmp_path / "corpus" / "test.en", "--score-only"]).stdout
     assert float(ppl) > 1

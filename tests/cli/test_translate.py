@@ -88,6 +88,9 @@ def test_two_pass_bitatt_translation_writes_target_attention(corpus_dir, trained
 
 
 def test_errors(trained_ckpt, tmp_path):
+    (tmp_path / "w.pth").write_text("x")
+    r = run(["translate", "-m", trained_ckpt, "--cnn-weights", tmp_path / "w.pth"], input="x\n", ok=False)
+    assert r.exit_code == 2 and "--cnn-weights: goes with a model that makes features from images" in r.stderr
     r = run(["translate", "-m", tmp_path / "none.pt"], input="x\n", ok=False)
     assert "none.pt: no such checkpoint" in r.stderr
     (tmp_path / "bad.pt").write_text("junk")
@@ -443,6 +446,9 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     assert r.exit_code == 1 and r.stdout.split("\n")[1] == "" and "line(s) without features (line 2)" in r.stderr
     r = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--features", tmp_path / "test.npy"], ok=False)
     assert r.exit_code == 2 and "this multi-source model reads 1 input(s), src: give one -i FILE" in r.stderr
+    r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "test.npy", "--cnn-weights", en], ok=False)
+    assert r.exit_code == 2 and r.stderr.endswith("error: --cnn-weights: goes with a model that makes features from "
+                                                  "images (not with --features)\n")
 
 
 @pytest.fixture(scope="module")
