@@ -172,14 +172,34 @@ class Option:
             raise NmtkitError(f"{where}: '{self.name}' expects {self.expects}, got {value!r}", exit_code=2) from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last without a word)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: Path) -> dict:
     """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
     except FileNotFoundError:
         raise NmtkitError(f"{path}: no such config file", exit_code=2) from None
+    except IsADirectoryError:
+        raise NmtkitError(f"{path}: a folder, not a config file", exit_code=2) from None
+    except UnicodeDecodeError as e:
+        raise NmtkitError(f"{path}: not UTF-8 text (byte {e.start + 1})", exit_code=2) from None
     except yaml.YAMLError as e:
-        raise NmtkitError(f"{path}: invalid YAML ({str(e).splitlines()[0]})", exit_code=2) from None
+        raise NmtkitError(f"{path}: invalid YAML ({str(e).splitlines()[0]}"
+                          f"{f', line {e.problem_mark.line + 1}' if getattr(e, 'problem_mark', None) else ''})",
+                          exit_code=2) from None
     if not isinstance(data, dict):
         raise NmtkitError(f"{path}: a config must be a mapping of keys to values", exit_code=2)
     flat: dict = {}

@@ -1,0 +1,31 @@
+"""Config files: a YAML mapping, flattened; every problem is one line naming the file (and the line), exit 2."""
+import pytest
+
+from nmtkit.config import read_yaml
+from nmtkit.errors import NmtkitError
+
+
+def test_a_mapping_is_read_and_its_sections_flattened(tmp_path):
+    (tmp_path / "c.yaml").write_text("batch-size: 8\nmodel:\n  emb_size: 16\n")
+    assert read_yaml(tmp_path / "c.yaml") == {"batch_size": 8, "emb_size": 16}
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"batch_size: 8\nbatch_size: 16\n", "invalid YAML (the key 'batch_size' is given twice, line 2)"),
+    (b"model:\n  emb_size: 8\n  emb_size: 16\n", "invalid YAML (the key 'emb_size' is given twice, line 3)"),
+    (b"\xff\xfe\n", "not UTF-8 text (byte 1)"),
+    (b"a: [1\n", "invalid YAML (while parsing a flow sequence, line 2)"),
+    (b"- 1\n- 2\n", "a config must be a mapping of keys to values"),
+])
+def test_a_bad_config_is_one_line_naming_the_file(tmp_path, content, message):
+    (tmp_path / "c.yaml").write_bytes(content)
+    with pytest.raises(NmtkitError) as e:
+        read_yaml(tmp_path / "c.yaml")
+    assert str(e.value) == f"{tmp_path / 'c.yaml'}: {message}" and e.value.exit_code == 2
+
+
+def test_a_folder_or_a_missing_file_is_named(tmp_path):
+    with pytest.raises(NmtkitError, match="a folder, not a config file"):
+        read_yaml(tmp_path)
+    with pytest.raises(NmtkitError, match="no such config file"):
+        read_yaml(tmp_path / "none.yaml")
