@@ -84,15 +84,22 @@ CORPUS_RECORDS = ("images", EDITS_RECORD)
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  #: the first bytes of an HDF5 file
 
 
-def unreadable(e: BaseException) -> str:
-    """Why ``torch.load`` failed, in a few words: never its advice to load the file unsafely."""
+def unreadable(e: BaseException, head: bytes = b"\x80") -> str:
+    """Why ``torch.load`` failed, in a few words (never its advice to load the file unsafely), with the file's first
+    bytes ``head`` to tell what else it is: an HDF5 file, one not saved by PyTorch (neither a zip archive nor a
+    pickle), or a PyTorch archive cut short."""
+    if head == HDF5_SIGNATURE:
+        return "it is an HDF5 file, such as a corpus shard or an attention file"
+    if head and head[:1] != b"\x80" and not head.startswith(b"PK"):
+        return "it is not a file PyTorch saved: text, or another format"
     text = str(e)
     if isinstance(e, EOFError) or "ran out of input" in text.lower():
         return "the file is empty or cut short"
     if "weights only load failed" in text.lower() or "weights_only" in text:
         return "it holds Python objects beyond tensors and plain values, and nmtkit runs no code from a checkpoint"
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
+    why = f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
+    return f"a PyTorch file cut short or damaged: {why}" if head.startswith(b"PK") else why
 
 
 def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config")) -> dict:
@@ -106,10 +113,7 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
     except Exception as e:  # torch raises many types for truncated or foreign files
         with open(path, "rb") as f:
             head = f.read(8)
-        why = "it is an HDF5 file, such as a corpus shard or an attention file" if head == HDF5_SIGNATURE else \
-            f"a PyTorch file cut short or damaged: {unreadable(e)}" if head.startswith(b"PK") and not \
-            unreadable(e).startswith("it holds") else unreadable(e)
-        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({why})") from None
+        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({unreadable(e, head)})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") not in (1, FORMAT_VERSION) or "model" not in ckpt:
         raise NmtkitError(f"{path}: not an nmtkit checkpoint (format {ckpt.get('format') if isinstance(ckpt, dict) else '?'})")
     ckpt = upgrade(ckpt)

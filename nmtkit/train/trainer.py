@@ -179,6 +179,10 @@ class Trainer:
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
         ckpt = load_checkpoint(path, ("model", "config", "schedule"))
         new, unused, zeroed = warm_start(self.model, ckpt)
+        if len(new) == len(self.model.state_dict()):
+            raise NmtkitError(f"--init-from {path}: none of its parameters fits this {self.config['arch']} model (a "
+                              f"{ckpt['config']['arch']} model of other names or shapes); nothing to start from",
+                              exit_code=2)
         if self.dist.is_main:
             log(f"warm start from {path} ({ckpt['config']['arch']}): {len(self.model.state_dict()) - len(new)} "
                 f"parameter tensors loaded, {len(new)} new" + (": " + ", ".join(new) if new else ""))

@@ -33,6 +33,18 @@ def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir,
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w2", *TINY_MODEL, "--max-steps", 2,
              "--valid-every", 2, "--init-from", trained_ckpt, "--init-lr", "--init-optimizer"])
     assert "learning rate 0.005 from the checkpoint" in r.stderr and "0 new" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w3", "--arch", "transformer", "--d-model", 16,
+             "--ffn-size", 32, "--heads", 2, "--enc-layers", 1, "--dec-layers", 1, "--max-steps", 1, "--init-from",
+             trained_ckpt], ok=False)
+    assert r.exit_code == 2 and r.stderr.endswith(f"error: --init-from {trained_ckpt}: none of its parameters fits this "
+                                                  "transformer model (a rnnsearch model of other names or shapes); "
+                                                  "nothing to start from\n")
+    assert not (tmp_path / "w3" / "last.pt").exists()
+    (tmp_path / "text.pt").write_text("forty-two\n")
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w4", *TINY_MODEL, "--init-from",
+             tmp_path / "text.pt"], ok=False)
+    assert r.stderr.endswith("text.pt: not a readable nmtkit checkpoint (it is not a file PyTorch saved: text, or "
+                             "another format)\n")
 
 
 def test_target_attention_models_warm_start_from_rnnsearch(corpus_dir, trained_ckpt, tmp_path):
