@@ -5,7 +5,8 @@ On a CPU, a search step of the small batches a server decodes is mostly fixed co
 do not share; several processes of a few threads each decode several batches at once instead (what CTranslate2
 calls ``inter_threads`` and Marian's CPU workers do). On 2 cores, two of one thread each served as many sentences a
 second as one of two threads, with a quarter less CPU (bench/README.md, "Worker processes"). A worker that dies is
-started again; the batch it was decoding gets an error.
+started again; the batch it was decoding gets an error (a worker found dead when a batch is handed to it is
+started again first, and decodes the batch).
 """
 from __future__ import annotations
 
@@ -111,6 +112,11 @@ class WorkerPool:
         where decoding failed, or where the worker died (it is started again)."""
         worker = self._idle.get()
         try:
+            if not worker.process.is_alive():  # it died while idle: a new one takes the batch
+                code = worker.process.exitcode
+                worker = self._restart(worker)
+                logging.getLogger("nmtkit.serve").warning("worker %d ended (exit code %s) while idle; started again",
+                                                          worker.number, code)
             worker.conn.send((key, list(lines)))
             status, outcome = worker.conn.recv()
         except (EOFError, OSError):

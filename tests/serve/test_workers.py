@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 
 import pytest
 
@@ -40,18 +42,42 @@ def test_a_failed_batch_is_one_line_and_the_worker_goes_on(pool):
     assert [len(r.texts) for r in pool.decode(("tiny", 3, 1, False, False), LINES)] == [1, 1, 1, 1]
 
 
-def test_a_worker_that_dies_fails_its_batch_and_is_started_again(settings):
+def test_a_worker_that_dies_decoding_fails_its_batch_and_is_started_again(settings):
     pool = WorkerPool(settings, 1)
     try:
         dead = pool.workers[0].process
+        failed: list[BaseException] = []
+        many = Decoder(settings["tiny"]).lines(["forty-two", "seven hundred", "one"] * 5000)  # (seconds of decoding)
+
+        def decode_many() -> None:
+            try:
+                pool.decode(("tiny", 3, 1, False, False), many)
+            except RuntimeError as e:
+                failed.append(e)
+
+        decoding = threading.Thread(target=decode_many)
+        decoding.start()
+        time.sleep(0.5)
         os.kill(dead.pid, signal.SIGKILL)
-        with pytest.raises(RuntimeError, match=r"worker 0 ended \(exit code -9\) while decoding; started again"):
-            pool.decode(("tiny", 3, 1, False, False), LINES)
+        decoding.join(60)
+        assert [str(e) for e in failed] == ["worker 0 ended (exit code -9) while decoding; started again"]
         assert pool.workers[0].process.pid != dead.pid and not dead.is_alive()
         assert len(pool.decode(("tiny", 3, 1, False, False), LINES)) == 4
     finally:
         pool.close()
     assert not pool.workers
+
+
+def test_a_worker_that_died_idle_is_started_again_and_decodes_the_batch(settings):
+    pool = WorkerPool(settings, 1)
+    try:
+        dead = pool.workers[0].process
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.join(10)
+        assert len(pool.decode(("tiny", 3, 1, False, False), LINES)) == 4  # (no batch lost)
+        assert pool.workers[0].process.pid != dead.pid
+    finally:
+        pool.close()
 
 
 def test_workers_that_cannot_load_are_a_one_line_error_and_none_is_left(tmp_path):
