@@ -89,6 +89,7 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
     esac
   done
   [[ $gpus =~ ^[0-9]+$ ]] || { echo "error: --gpus: expects a number of GPUs, got '$gpus'" >&2; exit 2; }
+  [ $# -le 1 ] || { echo "error: one WORKDIR, and options before it; got also: ${*:2} ($usage)" >&2; exit 2; }
   launcher=(nmtkit)
   [ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
   work=${1:-$default}

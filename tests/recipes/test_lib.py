@@ -44,6 +44,8 @@ def test_options(tmp_path):
     assert r.returncode == 2 and r.stderr == "error: --gpus: expects a number of GPUs, got 'x'\n"
     r = script(tmp_path, "", "--nope")
     assert r.returncode == 2 and "unknown option --nope (usage: recipes/demo.sh [--dry-run] [--gpus N]" in r.stderr
+    r = script(tmp_path, "echo ran", "here", "--dry-run")  # (an option after WORKDIR, or a second WORKDIR)
+    assert r.returncode == 2 and r.stderr.startswith("error: one WORKDIR, and options before it; got also: --dry-run")
     r = script(tmp_path, "echo ran", "-h")
     assert r.returncode == 0 and r.stdout.startswith("usage: recipes/demo.sh [--dry-run] [--gpus N] [WORKDIR]")
 
