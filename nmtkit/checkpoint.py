@@ -123,6 +123,15 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
     return ckpt
 
 
+def same_state(a: object, b: object) -> bool:
+    """Equality of plain values and tensors (a SentencePiece vocabulary's state holds its model as bytes)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    return a == b
+
+
 def first_mismatch(expected: dict, saved: dict) -> str:
     """The first difference between a model's state dict and a checkpoint's ('' if none): a missing or
     unexpected parameter, or one of another shape, with both shapes."""

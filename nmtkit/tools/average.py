@@ -6,19 +6,10 @@ from typing import Sequence
 
 import torch
 
-from nmtkit.checkpoint import CORPUS_RECORDS, FOR_DECODING, first_mismatch, load_checkpoint
+from nmtkit.checkpoint import CORPUS_RECORDS, FOR_DECODING, first_mismatch, load_checkpoint, same_state
 from nmtkit.data.text import PathLike
 from nmtkit.errors import NmtkitError
 from nmtkit.models.registry import get_spec, option_values
-
-
-def _same_state(a: object, b: object) -> bool:
-    """Equality of plain values and tensors (a SentencePiece vocabulary's state holds its model as bytes)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    return a == b
 
 
 def _as_made(record: object) -> object:
@@ -41,10 +32,10 @@ def built_differently(ckpt: dict, other: dict) -> str:
         if value != theirs[name]:
             return f"--{name.replace('_', '-')} {value} against {theirs[name]}"
     for stream in sorted(set(ckpt["vocab"]) | set(other["vocab"])):
-        if not _same_state(ckpt["vocab"].get(stream), other["vocab"].get(stream)):
+        if not same_state(ckpt["vocab"].get(stream), other["vocab"].get(stream)):
             return f"the vocabularies of {stream} differ"
     for key in ("corpus", *CORPUS_RECORDS):
-        if not _same_state(_as_made(ckpt.get(key)), _as_made(other.get(key))):
+        if not same_state(_as_made(ckpt.get(key)), _as_made(other.get(key))):
             return f"the corpora's records of {key} differ"
     return ""
 

@@ -19,6 +19,7 @@ from nmtkit.checkpoint import (
     first_mismatch,
     kept_checkpoints,
     load_checkpoint,
+    same_state,
     save_checkpoint,
     step_file,
 )
@@ -152,6 +153,12 @@ class Trainer:
         ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
         if ckpt["config"]["arch"] != self.config["arch"]:
             raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")
+        changed = [name for name, vocab in self.corpus.vocabs.items()
+                   if "vocab" in ckpt and not same_state(ckpt["vocab"].get(name), vocab.state())]
+        if changed:
+            raise NmtkitError(f"--resume: --data {self.config['data']}: the vocabulary of {changed[0]} is not the one "
+                              f"the run in {self.save_dir} trained with; resume on the run's corpus (or start a new "
+                              "run with --init-from)", exit_code=2)
         mismatch = first_mismatch(self.model.state_dict(), ckpt["model"])
         if mismatch:
             raise NmtkitError(f"--resume: {path} does not fit the configured model: {mismatch}")

@@ -251,6 +251,21 @@ def test_resume_with_another_model_size_names_the_parameter_and_both_shapes(corp
     assert "does not fit the configured model: decoder.init_state.weight is (48, 64) there and (40, 64)" in r.stderr
 
 
+
+def test_resume_on_another_corpus_names_the_vocabulary(corpus_dir, text_dir, tmp_path):
+    save = tmp_path / "r"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 1, "--valid-every", 1,
+         "--valid-max-sentences", 2])
+    run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+         "--vocab", "word:60", "-o", tmp_path / "other"])
+    before = (save / "last.pt").read_bytes()
+    r = run(["train", "--data", tmp_path / "other", "--save-dir", save, "--resume", "--max-steps", 2], ok=False)
+    assert r.exit_code == 2 and r.stderr.endswith(f"error: --resume: --data {tmp_path / 'other'}: the vocabulary of src "
+                                                  f"is not the one the run in {save} trained with; resume on the run's "
+                                                  "corpus (or start a new run with --init-from)\n")
+    assert (save / "last.pt").read_bytes() == before
+
+
 def test_resume_removes_temporary_checkpoints_of_a_killed_run(corpus_dir, tmp_path):
     save = tmp_path / "k"
     args = ["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--valid-every", 1, "--valid-max-sentences", 2]
