@@ -141,6 +141,9 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
         self.run_log = RunLog(self.save_dir / "train.jsonl")
         self.profiler = UpdateProfiler(config["profile"] if self.dist.is_main else "", self.save_dir, self.device)
+        if self.profiler.updates is not None and config["max_steps"] and self.profiler.updates.start > config["max_steps"]:
+            raise NmtkitError(f"--profile {config['profile']}: past --max-steps {config['max_steps']}, so nothing would "
+                              "be profiled", exit_code=2)
         self.diagnostics: dict[str, float] = {}  # --diagnostics of the update to log next
         self.resumed = resume
 

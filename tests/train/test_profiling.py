@@ -37,7 +37,8 @@ def test_no_profile_unless_asked(corpus_dir, tmp_path):
 
 
 @pytest.mark.parametrize("value, says", [("4:2", "--profile 4:2: the last update comes before the first"),
-                                         ("2-4", "A:B, the first and the last update")])
+                                         ("2-4", "A:B, the first and the last update"),
+                                         ("7:9", "--profile 7:9: past --max-steps 6, so nothing would be profiled")])
 def test_a_bad_range_is_refused_in_one_line(corpus_dir, tmp_path, value, says):
     r = _train(corpus_dir, tmp_path / "run", "--profile", value, ok=False)
     assert r.exit_code == 2 and says in r.stderr, r.stderr
