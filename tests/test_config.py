@@ -10,6 +10,13 @@ def test_a_mapping_is_read_and_its_sections_flattened(tmp_path):
     assert read_yaml(tmp_path / "c.yaml") == {"batch_size": 8, "emb_size": 16}
 
 
+
+def test_a_value_a_colon_b_stays_text(tmp_path):
+    """YAML 1.1 reads 1:2 as the base-60 number 62; ``profile: 1:2`` means updates 1 to 2."""
+    (tmp_path / "c.yaml").write_text("profile: 1:2\nmax_steps: 0x10\n")
+    assert read_yaml(tmp_path / "c.yaml") == {"profile": "1:2", "max_steps": 16}
+
+
 @pytest.mark.parametrize("content, message", [
     (b"batch_size: 8\nbatch_size: 16\n", "invalid YAML (the key 'batch_size' is given twice, line 2)"),
     (b"model:\n  emb_size: 8\n  emb_size: 16\n", "invalid YAML (the key 'emb_size' is given twice, line 3)"),
