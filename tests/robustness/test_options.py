@@ -120,7 +120,9 @@ def test_a_refused_value_in_a_resumed_runs_config_names_that_file(corpus_dir, tr
     save.mkdir()
     for name in ("last.pt", "best.pt"):
         (save / name).write_bytes(trained_ckpt.read_bytes())
-    (save / "config.yaml").write_text((trained_ckpt.parent / "config.yaml").read_text() + "save_every: -1\n")
+    saved = (trained_ckpt.parent / "config.yaml").read_text()
+    assert "\nsave_every: 0\n" in saved
+    (save / "config.yaml").write_text(saved.replace("\nsave_every: 0\n", "\nsave_every: -1\n"))
     r = run(["train", "--save-dir", save, "--resume"], ok=False)
     assert r.exit_code == 2 and r.stderr == f"error: {save / 'config.yaml'}: 'save_every' expects an integer >= 0, got -1\n"
     run(["train", "--save-dir", save, "--resume", "--save-every", 0, "--max-steps", 121])  # given again: fine
