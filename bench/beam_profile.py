@@ -6,9 +6,10 @@
 Translates the first N lines of INPUT (all by default) as ``nmtkit translate`` does (fp32, linear layers packed on
 CPUs; with ``--arrival-order``, in batches of the lines in their order, as a server meets them) and prints the
 time in the model's steps, in top-k, in state reordering, in encoding and in the rest of the search (finalising
-hypotheses, bookkeeping, Python per step), with the number of steps and of rows (hypotheses) computed. The compute bound: the multiply-adds of every linear layer a step runs (counted by hooks, rows × in ×
-out) plus the attention's energies and context (rows × source positions × attention size, and × memory size),
-against the machine's measured matrix-multiply rate at the step's shapes.
+hypotheses, bookkeeping, Python per step), with the number of steps and of rows (hypotheses) computed. The
+compute bound: the multiply-adds of every linear layer a step runs (counted by hooks, rows × in × out) plus the
+attention's energies and context (rows × source positions × attention size, and × memory size), against the
+machine's measured matrix-multiply rate at the step's shapes.
 """
 from __future__ import annotations
 

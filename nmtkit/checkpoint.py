@@ -84,7 +84,7 @@ CORPUS_RECORDS = ("images", EDITS_RECORD)
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  #: the first bytes of an HDF5 file
 
 
-def unreadable(e: BaseException, head: bytes = b"\x80") -> str:
+def unreadable(e: BaseException, head: bytes) -> str:
     """Why ``torch.load`` failed, in a few words (never its advice to load the file unsafely), with the file's first
     bytes ``head`` to tell what else it is: an HDF5 file, one not saved by PyTorch (neither a zip archive nor a
     pickle), or a PyTorch archive cut short."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, Option
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, given_options
 from nmtkit.cli.paths import ReadFile, WriteFile
 from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_PENALTY, POSITIVE, THREADS, Range
 from nmtkit.errors import NmtkitError
@@ -131,17 +131,6 @@ def with_fields(lines: Iterable, files_by_option: Sequence[tuple[str, str]], fil
     for option, path, file in opened:
         if file.readline():
             raise NmtkitError(f"{option} {path}: more lines than the input's {count}", exit_code=2)
-
-
-def given_options(*names: str) -> list[str]:
-    """Which of the current command's options ``names`` (parameter names) the command line gave, as flags."""
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return []
-    return ["--" + name.replace("_", "-") for name in names
-            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
 
 
 def parse_weights(text: Optional[str]) -> Optional[list[float]]:

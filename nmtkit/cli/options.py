@@ -75,16 +75,25 @@ def named_systems(values: Sequence[str], option: str, several: bool = False) -> 
     return systems
 
 
-def check_goes_with(*rules: tuple[str, bool, str]) -> None:
-    """Refuse, in one line naming it (exit 2), an option given on the command line that the command would ignore:
-    each rule is (the option's parameter name, whether it is used, what it goes with)."""
+def given_options(*names: str) -> list[str]:
+    """Which of the current command's parameters ``names`` the command line gave, as errors name them (none outside
+    a command)."""
     from click.core import ParameterSource
 
     from nmtkit.cli.paths import option_name
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    params = {param.name: param for param in ctx.command.params}
+    return [option_name(params[name]) for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+
+
+def check_goes_with(*rules: tuple[str, bool, str]) -> None:
+    """Refuse, in one line naming it (exit 2), an option given on the command line that the command would ignore:
+    each rule is (the option's parameter name, whether it is used, what it goes with)."""
     from nmtkit.errors import NmtkitError
 
-    ctx = click.get_current_context()
-    params = {param.name: param for param in ctx.command.params}
     for name, used, goes_with in rules:
-        if not used and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
-            raise NmtkitError(f"{option_name(params[name])}: goes with {goes_with}", exit_code=2)
+        for flag in [] if used else given_options(name):
+            raise NmtkitError(f"{flag}: goes with {goes_with}", exit_code=2)

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Optional
 
 import click
 
-from nmtkit.data.text import check_no_file_above, check_writable
+from nmtkit.data.text import check_writable
 from nmtkit.errors import NmtkitError
 
 #: (the option that names a file, the file; None for the standard input)
@@ -88,7 +88,6 @@ def check_outputs(outputs: Iterable[Named], inputs: Iterable[Named]) -> None:
             raise NmtkitError(f"{option} {path}: {seen[key]} writes this file too; give each output its own file",
                               exit_code=2)
         seen[key] = option
-        check_no_file_above(target, option)
         check_writable(target, option)
 
 

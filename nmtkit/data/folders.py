@@ -18,7 +18,7 @@ from typing import Iterable, Iterator, Optional
 
 from nmtkit import __version__
 from nmtkit.data.manifest import MANIFEST, read_manifest
-from nmtkit.data.text import PathLike, check_no_file_above, check_writable
+from nmtkit.data.text import PathLike, check_writable
 from nmtkit.errors import DiskFull, NmtkitError, writing
 
 MARKER = ".nmtkit-folder.json"
@@ -65,8 +65,7 @@ def check_output_folder(path: PathLike, what: str, replace: bool, option: str, r
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise NmtkitError(f"{option} {path}: a file, not a folder", exit_code=2)
-    check_no_file_above(path, option)
-    check_writable(path, option)  # (where the folder is made, beside it)
+    check_writable(path, option)  # (where the folder is made, beside it; a file in the way named as such)
     if _inside(Path.cwd(), path):
         raise NmtkitError(f"{option} {path}: the current folder or one above it; write the {what} to a new folder",
                           exit_code=2)

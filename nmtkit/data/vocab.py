@@ -103,9 +103,9 @@ class WordVocab(Vocab):
         (a text file given for a word list) or a token listed twice is a one-line error naming the line."""
         first: dict[str, int] = {}
         for lineno, line in enumerate(iter_lines(check_readable(path)), 1):
-            token = line.split("\t")[0].strip()
             if not line.strip():
                 continue
+            token = line.split("\t")[0].strip()
             if not token or any(c.isspace() for c in token):
                 raise NmtkitError(f"{path}:{lineno}: {token!r} is not one word; a word list holds one a line (WORD, or "
                                   "WORD<TAB>COUNT)")

@@ -156,8 +156,9 @@ class Trainer:
         ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
         if ckpt["config"]["arch"] != self.config["arch"]:
             raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")
+        trained = ckpt.get("vocab")
         changed = [name for name, vocab in self.corpus.vocabs.items()
-                   if "vocab" in ckpt and not same_state(ckpt["vocab"].get(name), vocab.state())]
+                   if trained is not None and not same_state(trained.get(name), vocab.state())]
         if changed:
             raise NmtkitError(f"--resume: --data {self.config['data']}: the vocabulary of {changed[0]} is not the one "
                               f"the run in {self.save_dir} trained with; resume on the run's corpus (or start a new "
