@@ -1,6 +1,8 @@
 """nmtkit average: average the parameters of several checkpoints into one."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from nmtkit.cli.options import Checked
@@ -15,7 +17,8 @@ from nmtkit.config import POSITIVE
 @click.option("--last", type=Checked(int, POSITIVE), help="with --run: only the last N of them")
 @click.option("-o", "--output", required=True, type=WriteFile(),
               help="the averaged checkpoint, written atomically")
-def command(checkpoints, run_dir, last, output):
+@click.option("--force", is_flag=True, help="replace an existing file other than an earlier average (e.g. best.pt)")
+def command(checkpoints, run_dir, last, output, force):
     """Average the parameters of CHECKPOINTS (or of the last N a run kept) into one checkpoint for decoding.
 
     \b
@@ -26,7 +29,7 @@ def command(checkpoints, run_dir, last, output):
     from nmtkit.checkpoint import kept_checkpoints, save_checkpoint
     from nmtkit.errors import NmtkitError
     from nmtkit.progress import log
-    from nmtkit.tools.average import average_checkpoints
+    from nmtkit.tools.average import average_checkpoints, is_average
 
     if bool(checkpoints) == bool(run_dir) or (last and not run_dir):
         raise NmtkitError("average: give CHECKPOINTS, or --run DIR [--last N]", exit_code=2)
@@ -36,5 +39,9 @@ def command(checkpoints, run_dir, last, output):
         if not paths:
             raise NmtkitError(f"--run {run_dir}: no step-STEP.pt checkpoints (train with --keep-checkpoints N)",
                               exit_code=2)
+    if not force and os.path.lexists(output) and not is_average(output):
+        raise NmtkitError(f"-o {output}: holds a file that is not an earlier average (a trained checkpoint, or "
+                          "another file); give --force to replace it, or write the average to another file",
+                          exit_code=2)
     save_checkpoint(output, average_checkpoints(paths))
     log(f"averaged {len(paths)} checkpoints ({', '.join(str(p) for p in paths)}) into {output}")

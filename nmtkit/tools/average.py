@@ -68,6 +68,15 @@ def average_checkpoints(paths: Sequence[PathLike]) -> dict:
     return {key: last[key] for key in kept} | {"model": model, "averaged": [str(p) for p in paths]}
 
 
+def is_average(path: PathLike) -> bool:
+    """Whether ``path`` is a checkpoint that :func:`average_checkpoints` made (its tensors are not read)."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # (not a file PyTorch saved, or not one of its archives: not an average)
+        return False
+    return isinstance(ckpt, dict) and "averaged" in ckpt
+
+
 def check_finite(path: PathLike, weights: dict[str, torch.Tensor]) -> None:
     """Refuse, naming ``path`` and the parameter, a checkpoint with a parameter that is not finite (NaN or infinite:
     the average would be too)."""

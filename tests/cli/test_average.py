@@ -14,3 +14,14 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
     assert r.exit_code == 2 and "give CHECKPOINTS, or --run DIR [--last N]" in r.stderr
     r = run(["average", "--run", tmp_path, "-o", tmp_path / "x.pt"], ok=False)
     assert "no step-STEP.pt checkpoints" in r.stderr and not (tmp_path / "x.pt").exists()
+    # an existing file is replaced only if it is an earlier average, or with --force
+    best = (save / "best.pt").read_bytes()
+    r = run(["average", "--run", save, "-o", save / "best.pt"], ok=False)
+    assert r.exit_code == 2 and f"-o {save / 'best.pt'}: holds a file that is not an earlier average" in r.stderr
+    assert (save / "best.pt").read_bytes() == best
+    (tmp_path / "notes.txt").write_text("mine\n")
+    r = run(["average", "--run", save, "-o", tmp_path / "notes.txt"], ok=False)
+    assert r.exit_code == 2 and (tmp_path / "notes.txt").read_text() == "mine\n"
+    run(["average", "--run", save, "--last", 3, "-o", tmp_path / "avg.pt"])  # (an earlier average)
+    run(["average", "--run", save, "-o", save / "best.pt", "--force"])
+    assert (save / "best.pt").read_bytes() != best
