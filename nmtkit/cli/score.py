@@ -2,6 +2,7 @@
 hypothesis file, or a model's perplexity."""
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -149,4 +150,8 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     order = sorted(range(len(pairs)), key=lambda i: sort_length(pairs[i][0]))
     chunks = (order[k:k + batch_size] for k in range(0, len(order), batch_size))
     batches = (make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk]) for chunk in chunks)
-    return perplexity(*corpus_nll(loaded.model, batches, device))
+    nll, tokens = corpus_nll(loaded.model, batches, device)
+    if math.isnan(nll):
+        raise NmtkitError(f"-m {model_path}: its log-probabilities of {ref_path} are not numbers (NaN): a damaged "
+                          "model?")
+    return perplexity(nll, tokens)

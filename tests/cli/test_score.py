@@ -5,6 +5,7 @@ import pytest
 import sacrebleu
 import torch
 
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
 from nmtkit.data.batching import make_batch
 from nmtkit.inference import load_model
 from tests.conftest import pipe, run, unpack
@@ -98,6 +99,17 @@ def test_perplexity_is_eq_13(trained_ckpt, text_dir):
             nll -= float(lp[0, b.tgt_out[0, i]])
             n += 1
     assert float(r.stdout) == pytest.approx(math.exp(nll / n), rel=1e-4)
+
+
+def test_perplexity_of_a_model_whose_scores_are_nan_is_an_error(trained_ckpt, text_dir, tmp_path):
+    checkpoint = load_checkpoint(trained_ckpt)
+    checkpoint["model"] = {name: torch.full_like(w, math.nan) if w.is_floating_point() else w
+                           for name, w in checkpoint["model"].items()}
+    save_checkpoint(tmp_path / "nan.pt", checkpoint)
+    r = run(["score", "--metric", "ppl", "-m", tmp_path / "nan.pt", "--src", text_dir / "test.en", "-r",
+             text_dir / "test.de"], ok=False)
+    assert r.exit_code == 1 and not r.stdout
+    assert f"error: -m {tmp_path / 'nan.pt'}: its log-probabilities of {text_dir / 'test.de'} are not numbers" in r.stderr
     r = run(["score", "--metric", "ppl", "-r", text_dir / "test.de"], ok=False)
     assert "--metric ppl needs -m CKPT" in r.stderr
 
