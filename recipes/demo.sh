@@ -12,6 +12,7 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
+afresh=1  # (WORKDIR is made anew below, not resumed)
 options nmtkit-demo "$@"
 minutes=${DEMO_MINUTES:-1.5}
 

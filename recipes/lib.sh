@@ -16,11 +16,19 @@
 #   Inputs (the header's "Inputs" list: settings naming local paths or URLs) are checked before the first step, with
 #   --dry-run too: each one missing is a line "error: SETTING: ...", all of them, and the recipe stops (exit code 2).
 #   A folder that a script clears and makes anew (fresh) holds the marker .nmtkit-workdir: one without it is never
-#   cleared (the user's), nor one that a process trains in.
+#   cleared (the user's), nor one that a process trains in. A paper recipe's WORKDIR holds the stamp .nmtkit-recipe
+#   naming the recipe: another recipe's WORKDIR, or a folder neither empty nor stamped, is refused (own_workdir).
 #
 # Functions (and the variables they set):
 #   options DEFAULT_WORKDIR "$@"  the command line: sets dry (0/1), gpus, launcher (the command before 'train':
-#                                 nmtkit, or torchrun ... -m nmtkit), work (WORKDIR) and downloads
+#                                 nmtkit, or torchrun ... -m nmtkit), work (WORKDIR) and downloads; then (unless
+#                                 afresh=1, the demo's: it makes WORKDIR anew with fresh) own_workdir
+#   own_workdir                   WORKDIR is this recipe's: new or empty, it gets the stamp .nmtkit-recipe holding
+#                                 the recipe's name before its first step writes (not with --dry-run: claim); else it
+#                                 must hold that stamp. A
+#                                 folder of another recipe's, or one without the stamp and not empty, is refused in
+#                                 one line "error: WORKDIR: ..." (exit code 2): since a step whose outputs exist is
+#                                 skipped, the recipe would take the files it finds there for its own
 #   needed VALUE MESSAGE          a required input: "error: MESSAGE" if VALUE is empty (at inputs_found)
 #   input SETTING PATH...         the local inputs PATH..., given by SETTING, exist (URLs are fetched later); else
 #                                 "error: SETTING: PATH: no such file or folder", PATH the first missing folder on its
@@ -94,10 +102,41 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
   [ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
   work=${1:-$default}
   downloads=$work/downloads
+  [ "${afresh:-0}" = 1 ] || own_workdir
+}
+
+own_workdir() {  # WORKDIR holds this recipe's outputs and no one else's: its stamp names the recipe (see the header)
+  local name owner
+  name=$(basename "$0")
+  if [ -f "$work/$recipe_stamp" ]; then
+    owner=$(head -n 1 "$work/$recipe_stamp")
+    [ "$owner" = "$name" ] && return
+    echo "error: $work: holds the outputs of recipes/$owner, which recipes/$name would take for its own (a step" \
+      "whose outputs exist is skipped); choose another folder" >&2
+    exit 2
+  fi
+  if [ -e "$work" ] || [ -L "$work" ]; then
+    [ -d "$work" ] || { echo "error: $work: exists and is not a folder; choose another WORKDIR" >&2; exit 2; }
+    if [ -n "$(ls -A "$work")" ]; then
+      echo "error: $work: exists and was not made by recipes/$name (no $recipe_stamp stamp): a step whose outputs" \
+        "exist is skipped, so its files would be taken for this recipe's; choose another folder (an earlier run of" \
+        "this recipe by an nmtkit before the stamp: echo $name > $work/$recipe_stamp)" >&2
+      exit 2
+    fi
+  fi
+  unclaimed=$name
+}
+
+claim() {  # the stamp that own_workdir found missing, written before a step (step, into) runs for real
+  [ -z "$unclaimed" ] && return
+  mkdir -p "$work" && echo "$unclaimed" > "$work/$recipe_stamp"
+  unclaimed=""
 }
 
 missing=()  # the lines of the missing inputs (needed, input), for inputs_found
 workdir_marker=.nmtkit-workdir  # in a folder that fresh made: it may clear it again
+recipe_stamp=.nmtkit-recipe  # in a paper recipe's WORKDIR: the name of the recipe whose outputs it holds
+unclaimed=""  # the recipe's name while its WORKDIR's stamp is still to be written (claim)
 
 needed() {  # needed VALUE MESSAGE: a required input; missing if VALUE is empty
   [ -n "$1" ] || missing+=("$2")
@@ -149,6 +188,7 @@ fail() { echo "error: step${stage:+ $stage} failed: $*" >&2; exit 1; }
 
 step() {  # run a command, or print it with --dry-run; stop with a line naming the step if it fails
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; return; fi
+  claim
   "$@" || fail "$*"
 }
 
@@ -156,6 +196,7 @@ into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomicall
   local out=$1; shift
   [ -e "$out" ] && return
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo "> $out"; return; fi
+  claim
   "$@" > "$out.part" || { rm -f "$out.part"; fail "$* > $out"; }
   mv "$out.part" "$out"
 }

@@ -33,7 +33,7 @@ def test_into_writes_atomically_skips_what_exists_and_leaves_nothing_when_the_co
                          'into "$work/b" sh -c "echo part; exit 1"')
     assert r.returncode == 1 and r.stderr.splitlines()[-1].startswith("error: step s failed: sh -c")
     assert (tmp_path / "w" / "a").read_text() == "one\n"
-    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == ["a"]
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [".nmtkit-recipe", "a"]
 
 
 def test_options(tmp_path):
@@ -78,6 +78,7 @@ def test_train_resumes_a_stopped_run_without_its_warm_start_and_skips_a_finished
                      f"touch {model}/done "]
     model.mkdir(parents=True)
     (model / "last.pt").write_text("")
+    (tmp_path / "w" / ".nmtkit-recipe").write_text("demo.sh\n")  # (a run of this recipe's)
     stopped = script(tmp_path, body, "--dry-run", "--gpus", "1").stdout.splitlines()
     assert stopped[0] == f"torchrun --nproc-per-node 1 -m nmtkit train --data d --lr 1 --save-dir {model} --resume "
     (model / "done").write_text("")
@@ -128,3 +129,26 @@ def test_inputs_are_all_named_one_line_each_before_any_step_with_a_dry_run_too(t
         assert r.stderr.splitlines() == ["error: A: give it", f"error: B: {tmp_path}/no: no such file or folder",
                                          f"error: B: {tmp_path}/y: no such file or folder"]
     assert script(tmp_path, f'input B "{tmp_path}/here"\ninputs_found\necho after').stdout == "after\n"
+
+
+def test_a_workdir_holds_one_recipe_s_outputs_and_is_stamped_at_its_first_step(tmp_path):
+    work = tmp_path / "w"
+    assert script(tmp_path, 'stage s', "--dry-run").returncode == 0 and not work.exists()
+    assert script(tmp_path, 'stage s\necho "$work"').returncode == 0 and not work.exists()  # (nothing written yet)
+    r = script(tmp_path, 'step touch "$work/a"')
+    assert r.returncode == 0, r.stderr
+    assert (work / ".nmtkit-recipe").read_text() == "demo.sh\n"
+    assert script(tmp_path, 'step touch "$work/b"').returncode == 0  # its own: resumed
+    (work / ".nmtkit-recipe").write_text("wmt14_ende.sh\n")
+    r = script(tmp_path, 'step touch "$work/c"')
+    assert r.returncode == 2 and not (work / "c").exists()
+    assert r.stderr == (f"error: {work}: holds the outputs of recipes/wmt14_ende.sh, which recipes/demo.sh would take "
+                        "for its own (a step whose outputs exist is skipped); choose another folder\n")
+    (work / ".nmtkit-recipe").unlink()  # a folder of the user's
+    r = script(tmp_path, 'step touch "$work/c"', "--dry-run")
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {work}: exists and was not made by recipes/demo.sh "
+                                                     "(no .nmtkit-recipe stamp)")
+    assert sorted(p.name for p in work.iterdir()) == ["a", "b"]
+    (tmp_path / "empty").mkdir()
+    assert script(tmp_path, 'step touch "$work/x"', str(tmp_path / "empty")).returncode == 0
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == [".nmtkit-recipe", "x"]
