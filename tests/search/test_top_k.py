@@ -13,11 +13,12 @@ def check(x: torch.Tensor, k: int) -> None:
     assert all(len(set(row)) == k for row in indices.tolist())  # k different columns
 
 
-@pytest.mark.parametrize("width", [40 * BLOCK, 40 * BLOCK + 7, 8000])
+@pytest.mark.parametrize("width", [40 * BLOCK, 40 * BLOCK + 7, 8000, 40000])
 @pytest.mark.parametrize("k", [1, 2, 10])
-def test_the_k_largest_of_random_rows(width, k):
+@pytest.mark.parametrize("rows", [1, 20])  # (one sentence's beam: one row of beam × vocabulary)
+def test_the_k_largest_of_random_rows(width, k, rows):
     g = torch.Generator().manual_seed(width + k)
-    check(torch.randn(20, width, generator=g), k)
+    check(torch.randn(rows, width, generator=g), k)
 
 
 def test_the_largest_in_one_block_in_the_partial_last_block_and_among_minus_infinity():
