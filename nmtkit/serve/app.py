@@ -64,6 +64,11 @@ class TranslateRequest(BaseModel):
                                                           "\"\": none)")
 
 
+#: how pydantic's errors name the kinds a line of ``text`` may be (after its index): neither fits a line that is
+#: another type, or a list holding one
+LINE_KINDS = ("str", "list[str]")
+
+
 def error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
@@ -115,6 +120,9 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         first = exc.errors()[0]
         if first.get("type") == "json_invalid":
             return error(400, f"the body is not JSON: {first.get('ctx', {}).get('error', first['msg'])}")
+        if len(first["loc"]) > 3 and first["loc"][:2] == ("body", "text") and first["loc"][3] in LINE_KINDS:
+            return error(422, f"{field_name(first['loc'][:3])}: expects a string, or a list of strings (a line of a "
+                              "model with several inputs)")
         return error(422, f"{field_name(first['loc'])}: {first['msg']}")
 
     @app.exception_handler(StarletteHTTPException)
