@@ -90,6 +90,16 @@ LENGTH_B = Range(0, 10_000)
 LENGTH_PENALTY = Range(0, 10)  # length^alpha overflows for large alpha
 THREADS = Range(0, 1024)
 DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")
+#: what each numeric field of :class:`nmtkit.decoding.DecodeSettings` allows, by name, and its kind: the options of
+#: its name (``--beam``, ...) of ``translate``, ``caption`` and ``serve`` check the same
+DECODING: dict[str, tuple[builtins.type, Range]] = {
+    "beam": (int, BEAM), "n_best": (int, BEAM), "length_penalty": (float, LENGTH_PENALTY),
+    "batch_size": (int, POSITIVE), "max_len_a": (float, LENGTH_A), "max_len_b": (int, LENGTH_B),
+    "max_input_len": (int, POSITIVE), "attention_model": (int, POSITIVE), "attention_layer": (int, POSITIVE),
+    "attention_head": (int, POSITIVE), "sampling_topk": (int, COUNT), "temperature": (float, Range(0, 100, low_open=True)),
+    "seed": (int, Range(0, 2**63 - 1)), "threads": (int, THREADS), "shortlist_first": (int, COUNT),
+    "shortlist_best": (int, POSITIVE), "edit_cost": (float, Range(0)),
+}
 
 
 def expect(kind: builtins.type, allowed: Optional[Allowed] = None, choices: Optional[Sequence[str]] = None) -> str:

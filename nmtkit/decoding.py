@@ -17,6 +17,7 @@ from typing import Callable, ContextManager, Iterable, Iterator, Optional, Seque
 
 import torch
 
+from nmtkit.config import DECODING, expect
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
@@ -85,6 +86,12 @@ class DecodeSettings:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
         if not self.models:
             raise NmtkitError("-m/--model: give a checkpoint", exit_code=2)
+        for name, (kind, allowed) in DECODING.items():  # (the CLI's options check the same as they are parsed)
+            value = getattr(self, name)
+            kinds = (int,) if kind is int else (int, float)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value not in allowed):
+                raise NmtkitError(f"--{name.replace('_', '-')}: expects {expect(kind, allowed)}, got {value!r}",
+                                  exit_code=2)
         if self.sampling and self.n_best > 1:
             raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
         if self.n_best > self.beam:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, Option
 
 import click
 
-from nmtkit.cli.options import Checked, given_options
+from nmtkit.cli.options import Checked, given_options, setting
 from nmtkit.cli.paths import ReadFile, WriteFile
-from nmtkit.config import BEAM, COUNT, DEVICE, LENGTH_PENALTY, POSITIVE, THREADS, Range
+from nmtkit.config import DEVICE
 from nmtkit.errors import NmtkitError
 
 if TYPE_CHECKING:
@@ -26,30 +26,30 @@ DECODING_OPTIONS = [
                  help="checkpoint (best.pt); several -m: an ensemble, their log-probabilities averaged at each step"),
     click.option("--weights", type=str, metavar="W1,W2,...",
                  help="an ensemble's weights, one per -m, normalised to sum to 1 [default: equal]"),
-    click.option("--attention-model", type=Checked(int, POSITIVE), default=1, show_default=True,
+    click.option("--attention-model", type=setting("attention_model"), default=1, show_default=True,
                  help="with --attention-out and an ensemble: the model (1 = the first -m) whose attention is written"),
     click.option("-o", "--output", "output_path", type=WriteFile(),
                  help="output file, written atomically [default: stdout]"),
-    click.option("-b", "--beam", "beam", type=Checked(int, BEAM), default=5, show_default=True, help="beam size"),
+    click.option("-b", "--beam", "beam", type=setting("beam"), default=5, show_default=True, help="beam size"),
     click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)"),
-    click.option("--n-best", type=Checked(int, BEAM), default=1, show_default=True,
+    click.option("--n-best", type=setting("n_best"), default=1, show_default=True,
                  help="write the K best: 'LINE ||| TEXT ||| SCORE ||| logprob=L confidence=C' lines"),
     click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
                  help="text: one translation a line (--n-best: 'LINE ||| TEXT ||| SCORE ||| FEATURES' lines); json: "
                       "one JSON object a line, the line's n-best outputs with their scores and confidence"),
-    click.option("--length-penalty", type=Checked(float, LENGTH_PENALTY), default=1.0, show_default=True,
+    click.option("--length-penalty", type=setting("length_penalty"), default=1.0, show_default=True,
                  help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)"),
-    click.option("--batch-size", type=Checked(int, POSITIVE), default=32, show_default=True,
+    click.option("--batch-size", type=setting("batch_size"), default=32, show_default=True,
                  help="inputs per batch (sorted by length)"),
     click.option("--sampling", is_flag=True,
                  help="draw each output token from the model's distribution instead of searching (one output a line; "
                       "e.g. for back-translation)"),
-    click.option("--sampling-topk", type=Checked(int, COUNT),
+    click.option("--sampling-topk", type=setting("sampling_topk"),
                  help="with --sampling: draw from the K most probable tokens only (0: all) [default: 0]"),
-    click.option("--temperature", type=Checked(float, Range(0, 100, low_open=True)),
+    click.option("--temperature", type=setting("temperature"),
                  help="with --sampling: divide the log-probabilities by T (above 1 flatter, below 1 sharper) "
                       "[default: 1.0]"),
-    click.option("--seed", type=Checked(int, Range(0, 2**63 - 1)),
+    click.option("--seed", type=setting("seed"),
                  help="with --sampling: the random seed (the same draws for the same seed, input, batch size, "
                       "--flush and device) [default: 1]"),
     click.option("--prefix-file", type=ReadFile(), metavar="FILE",
@@ -64,7 +64,7 @@ DECODING_OPTIONS = [
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
                  help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
                       "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
-    click.option("--threads", type=Checked(int, THREADS), default=0, help="CPU threads (0: PyTorch's default)"),
+    click.option("--threads", type=setting("threads"), default=0, help="CPU threads (0: PyTorch's default)"),
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),
 ]

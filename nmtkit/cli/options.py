@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import click
 
-from nmtkit.config import Allowed, Option, Range, convert, expect
+from nmtkit.config import DECODING, Allowed, Option, Range, convert, expect
 
 
 class Checked(click.ParamType):
@@ -28,6 +28,11 @@ class Checked(click.ParamType):
             return convert(value, self.kind, self.allows)
         except (TypeError, ValueError, OverflowError):
             self.fail(f"expects {expect(self.kind, self.allows)}, got {value!r}", param, ctx)
+
+
+def setting(name: str) -> Checked:
+    """The click type of the option of a numeric decoding setting (:data:`nmtkit.config.DECODING`)."""
+    return Checked(*DECODING[name])
 
 
 def click_type(o: Option) -> click.ParamType:

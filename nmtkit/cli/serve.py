@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, setting
 from nmtkit.cli.paths import Command
-from nmtkit.config import BEAM, DEVICE, LENGTH_A, LENGTH_B, LENGTH_PENALTY, POSITIVE, THREADS, Range
+from nmtkit.config import DEVICE, POSITIVE, Range
 from nmtkit.errors import NmtkitError
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -41,13 +41,13 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0: every one)")
 @click.option("--port", type=Checked(int, Range(0, 65535)), default=8080, show_default=True,
               help="port to listen on (0: any free one, printed)")
-@click.option("-b", "--beam", type=Checked(int, BEAM), default=5, show_default=True,
+@click.option("-b", "--beam", type=setting("beam"), default=5, show_default=True,
               help="beam size, unless a request gives one")
-@click.option("--length-penalty", type=Checked(float, LENGTH_PENALTY), default=1.0, show_default=True,
+@click.option("--length-penalty", type=setting("length_penalty"), default=1.0, show_default=True,
               help="rank finished hypotheses by log-prob / length^alpha")
-@click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
-@click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
-@click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True,
+@click.option("--max-len-a", type=setting("max_len_a"), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", type=setting("max_len_b"), default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--max-input-len", type=setting("max_input_len"), default=250, show_default=True,
               help="truncate longer inputs (tokens), with a warning in the server's log")
 @click.option("--max-batch", type=Checked(int, POSITIVE), default=32, show_default=True,
               help="the most lines decoded together: requests arriving together share a batch up to this")
@@ -65,7 +65,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic, as translate --precision")
-@click.option("--threads", type=Checked(int, THREADS), default=0,
+@click.option("--threads", type=setting("threads"), default=0,
               help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
 @click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "

@@ -4,9 +4,8 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import setting
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
-from nmtkit.config import COUNT, LENGTH_A, LENGTH_B, POSITIVE, Range
 from nmtkit.errors import NmtkitError
 
 
@@ -16,15 +15,15 @@ from nmtkit.errors import NmtkitError
               help="input file [default: stdin]; a model with several inputs: one -i each, in the order of its inputs")
 @click.option("--fields", is_flag=True,
               help="each line of the input holds the model's inputs as TAB-separated fields, in its order")
-@click.option("--max-len-a", type=Checked(float, LENGTH_A), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
-@click.option("--max-len-b", type=Checked(int, LENGTH_B), default=10, show_default=True, help="output length limit a·|x| + b: b")
-@click.option("--max-input-len", type=Checked(int, POSITIVE), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
+@click.option("--max-len-a", type=setting("max_len_a"), default=1.5, show_default=True, help="output length limit a·|x| + b: a")
+@click.option("--max-len-b", type=setting("max_len_b"), default=10, show_default=True, help="output length limit a·|x| + b: b")
+@click.option("--max-input-len", type=setting("max_input_len"), default=250, show_default=True, help="truncate longer inputs (tokens), with a warning")
 @click.option("--split-long", is_flag=True,
               help="cut a line longer than --max-input-len (or the model's positions) at sentence ends into pieces "
                    "translated apart and joined, instead of truncating it (one text input)")
-@click.option("--attention-layer", type=Checked(int, POSITIVE),
+@click.option("--attention-layer", type=setting("attention_layer"),
               help="with --attention-out, Transformers: the decoder layer whose attention is written [default: last]")
-@click.option("--attention-head", type=Checked(int, POSITIVE),
+@click.option("--attention-head", type=setting("attention_head"),
               help="with --attention-out, Transformers: the head whose attention is written [default: their mean]")
 @CNN_WEIGHTS
 @click.option("--features", type=ReadFile(), metavar="FILE",
@@ -33,11 +32,11 @@ from nmtkit.errors import NmtkitError
 @click.option("--shortlist", "shortlist_path", type=ReadFile(), metavar="FILE",
               help="restrict each batch's output layer to the most frequent target words and the best translations "
                    "of its source words in FILE, a lexical table (nmtkit align, fast_align -p, eflomal priors)")
-@click.option("--shortlist-first", type=Checked(int, COUNT), default=100, show_default=True,
+@click.option("--shortlist-first", type=setting("shortlist_first"), default=100, show_default=True,
               help="with --shortlist: the N most frequent target words (the first ids of the vocabulary) always in")
-@click.option("--shortlist-best", type=Checked(int, POSITIVE), default=100, show_default=True,
+@click.option("--shortlist-best", type=setting("shortlist_best"), default=100, show_default=True,
               help="with --shortlist: the K best translations of each source word")
-@click.option("--edit-cost", type=Checked(float, Range(0)), default=0.0, show_default=True,
+@click.option("--edit-cost", type=setting("edit_cost"), default=0.0, show_default=True,
               help="post-editing models (preprocess --ape-edits): each edit operation (anything but <keep> and the "
                    "end) costs this much log-probability in the search, so the output changes the MT only where the "
                    "model prefers a change by more; tune it on dev data (large: the MT unchanged)")
