@@ -29,10 +29,10 @@ step "${launcher[@]}" train --data "$work/data" --save-dir "$work/model" --arch 
 stage "4. translate the test set"
 step nmtkit translate -m "$work/model/best.pt" --beam 5 --device "$device" -i "$work/text/test.en" \
   -o "$work/test.hyp.de"
-[ "$dry" = 1 ] && exit 0
-
-echo "== first test translations (source | output | reference)"
-paste -d'|' <(head -5 "$work/text/test.en") <(head -5 "$work/test.hyp.de") <(head -5 "$work/text/test.de")
+if [ "$dry" = 0 ]; then
+  echo "== first test translations (source | output | reference)"
+  paste -d'|' <(head -5 "$work/text/test.en") <(head -5 "$work/test.hyp.de") <(head -5 "$work/text/test.de")
+fi
 echo "== test scores"
 step nmtkit score --metric bleu -r "$work/text/test.de" -i "$work/test.hyp.de"
 step nmtkit score --metric chrf -r "$work/text/test.de" -i "$work/test.hyp.de"

@@ -64,7 +64,8 @@ DECODING_OPTIONS = [
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
                  help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
                       "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
-    click.option("--threads", type=setting("threads"), default=0, help="CPU threads (0: PyTorch's default)"),
+    click.option("--threads", type=setting("threads"), default=0, show_default=True,
+                 help="CPU threads (0: PyTorch's default)"),
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),
 ]

@@ -42,7 +42,8 @@ def command(attention_path, index, out, kind, word, font, image, stream):
     figure_format(out, "-o")
     with AttentionFile(check_readable(attention_path)) as f:
         sentence = f[index]
-        further = None if stream in f.inputs[:1] else stream  # the first input's attention is 'source'
+        # the first input's attention is 'source' (and --input, whichever it names, goes with --kind source alone)
+        further = None if stream in f.inputs[:1] and kind == "source" else stream
     if image:
         if kind != "source":
             raise NmtkitError("--image draws the source attention over an image; drop --kind", exit_code=2)

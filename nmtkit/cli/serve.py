@@ -65,7 +65,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic, as translate --precision")
-@click.option("--threads", type=setting("threads"), default=0,
+@click.option("--threads", type=setting("threads"), default=0, show_default=True,
               help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
 @click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "

@@ -279,10 +279,11 @@ def test_plot_attn_draws_each_input(two_source_ckpt, two_inputs, tmp_path):
     assert figure("src") == figure(None) != figure("mt")  # the first input is the default
     r = run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--input", "image", "-o", tmp_path / "x.png"], ok=False)
     assert "sentence 2 has no 'source.image' attention (it has: encoders, source, source.mt)" in r.stderr
-    r = run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--input", "mt", "--kind", "encoders",
-             "-o", tmp_path / "x.png"], ok=False)
-    assert r.exit_code == 2 and "--input goes with --kind source" in r.stderr
-    assert not (tmp_path / "x.png").exists()
+    for stream in ("mt", "src"):  # (the first input too, though its attention is the default one)
+        r = run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--input", stream, "--kind", "encoders",
+                 "-o", tmp_path / "x.png"], ok=False)
+        assert r.exit_code == 2 and "--input goes with --kind source" in r.stderr
+        assert not (tmp_path / "x.png").exists()
     run(["plot-attn", tmp_path / "a.h5", "--index", 2, "--kind", "encoders", "-o", tmp_path / "enc.png"])  # Fig. 2
     with AttentionFile(tmp_path / "a.h5") as f:
         sentence = f[2]

@@ -271,7 +271,8 @@ def test_the_demo_follows_the_conventions_of_every_recipe(tmp_path):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for command in (f"nmtkit demo-corpus {work}/text", f"nmtkit preprocess --train {work}/text/train",
-                    f"nmtkit train --data {work}/data", f"nmtkit translate -m {work}/model/best.pt"):
+                    f"nmtkit train --data {work}/data", f"nmtkit translate -m {work}/model/best.pt",
+                    f"nmtkit score --metric bleu -r {work}/text/test.de", "nmtkit score --metric chrf"):
         assert command in out, out
     assert f"touch {work}/{MARKER}" in out
     assert not work.exists()
