@@ -59,10 +59,12 @@ def _number(x: Optional[float]) -> str:
 
 @dataclass(frozen=True)
 class Pattern:
-    """The strings an option allows: those matching ``regex`` in full; ``description`` says which, for messages."""
+    """The strings an option allows: those matching ``regex`` in full; ``description`` says which, for messages;
+    ``metavar`` shows their form in ``--help`` (e.g. ``A:B``; '': TEXT)."""
 
     regex: str
     description: str
+    metavar: str = ""
 
     def __contains__(self, x: str) -> bool:
         return re.fullmatch(self.regex, x) is not None

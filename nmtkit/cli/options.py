@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import click
 
-from nmtkit.config import DECODING, Allowed, Option, Range, convert, expect
+from nmtkit.config import DECODING, Allowed, Option, Pattern, Range, convert, expect
 
 
 class Checked(click.ParamType):
@@ -20,6 +20,8 @@ class Checked(click.ParamType):
         self.name = {int: "integer", float: "float"}.get(kind, "text")
 
     def get_metavar(self, param: click.Parameter, ctx: Optional[click.Context] = None) -> str:
+        if isinstance(self.allows, Pattern) and self.allows.metavar:
+            return self.allows.metavar
         suffix = self.allows.short() if isinstance(self.allows, Range) else ""
         return self.name.upper() + suffix
 

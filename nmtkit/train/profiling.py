@@ -15,7 +15,7 @@ from nmtkit.config import Pattern
 from nmtkit.errors import NmtkitError
 
 #: the values ``--profile`` allows
-PROFILE = Pattern(r"|[1-9][0-9]*:[1-9][0-9]*", "A:B, the first and the last update to profile (from 1)")
+PROFILE = Pattern(r"|[1-9][0-9]*:[1-9][0-9]*", "A:B, the first and the last update to profile (from 1)", "A:B")
 _LAUNCHES = ("cudaLaunch", "cuLaunch")  #: host-side names of a kernel's launch (runtime and driver API)
 _SYNCS = ("Synchronize",)  #: host waits: cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize
 
