@@ -93,7 +93,8 @@ LENGTH_PENALTY = Range(0, 10)  # length^alpha overflows for large alpha
 THREADS = Range(0, 1024)
 DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")
 #: what each numeric field of :class:`nmtkit.decoding.DecodeSettings` allows, by name, and its kind: the options of
-#: its name (``--beam``, ...) of ``translate``, ``caption`` and ``serve`` check the same
+#: its name (``--beam``, ...) of ``translate``, ``caption`` and ``serve`` check the same (and a request's beam and
+#: n_best in ``serve``, BEAM)
 DECODING: dict[str, tuple[builtins.type, Range]] = {
     "beam": (int, BEAM), "n_best": (int, BEAM), "length_penalty": (float, LENGTH_PENALTY),
     "batch_size": (int, POSITIVE), "max_len_a": (float, LENGTH_A), "max_len_b": (int, LENGTH_B),

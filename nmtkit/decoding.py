@@ -11,7 +11,9 @@ the options. ::
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import numbers
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
 
@@ -86,10 +88,11 @@ class DecodeSettings:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
         if not self.models:
             raise NmtkitError("-m/--model: give a checkpoint", exit_code=2)
+        optional = {f.name for f in dataclasses.fields(self) if str(f.type).startswith("Optional")}
         for name, (kind, allowed) in DECODING.items():  # (the CLI's options check the same as they are parsed)
             value = getattr(self, name)
-            kinds = (int,) if kind is int else (int, float)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value not in allowed):
+            number = isinstance(value, numbers.Integral if kind is int else numbers.Real) and not isinstance(value, bool)
+            if not (value is None and name in optional) and not (number and value in allowed):
                 raise NmtkitError(f"--{name.replace('_', '-')}: expects {expect(kind, allowed)}, got {value!r}",
                                   exit_code=2)
         if self.sampling and self.n_best > 1:

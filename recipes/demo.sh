@@ -32,7 +32,7 @@ step nmtkit translate -m "$work/model/best.pt" --beam 5 --device "$device" -i "$
 if [ "$dry" = 0 ]; then
   echo "== first test translations (source | output | reference)"
   paste -d'|' <(head -5 "$work/text/test.en") <(head -5 "$work/test.hyp.de") <(head -5 "$work/text/test.de")
+  echo "== test scores"
 fi
-echo "== test scores"
 step nmtkit score --metric bleu -r "$work/text/test.de" -i "$work/test.hyp.de"
 step nmtkit score --metric chrf -r "$work/text/test.de" -i "$work/test.hyp.de"

@@ -25,10 +25,10 @@
 #                                 afresh=1, the demo's: it makes WORKDIR anew with fresh) own_workdir
 #   own_workdir                   WORKDIR is this recipe's: new or empty, it gets the stamp .nmtkit-recipe holding
 #                                 the recipe's name before its first step writes (not with --dry-run: claim); else it
-#                                 must hold that stamp. A
-#                                 folder of another recipe's, or one without the stamp and not empty, is refused in
-#                                 one line "error: WORKDIR: ..." (exit code 2): since a step whose outputs exist is
-#                                 skipped, the recipe would take the files it finds there for its own
+#                                 must hold that stamp. A folder of another recipe's, or one without the stamp and
+#                                 not empty, is refused in one line "error: WORKDIR: ..." (exit code 2): since a step
+#                                 whose outputs exist is skipped, the recipe would take the files it finds there for
+#                                 its own
 #   needed VALUE MESSAGE          a required input: "error: MESSAGE" if VALUE is empty (at inputs_found)
 #   input SETTING PATH...         the local inputs PATH..., given by SETTING, exist (URLs are fetched later); else
 #                                 "error: SETTING: PATH: no such file or folder", PATH the first missing folder on its
@@ -106,10 +106,10 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
 }
 
 own_workdir() {  # WORKDIR holds this recipe's outputs and no one else's: its stamp names the recipe (see the header)
-  local name owner
+  local name owner=""
   name=$(basename "$0")
-  if [ -f "$work/$recipe_stamp" ]; then
-    owner=$(head -n 1 "$work/$recipe_stamp")
+  [ -f "$work/$recipe_stamp" ] && owner=$(head -n 1 "$work/$recipe_stamp" 2> /dev/null || true)
+  if [ -n "$owner" ]; then  # (an empty or unreadable stamp is none)
     [ "$owner" = "$name" ] && return
     echo "error: $work: holds the outputs of recipes/$owner, which recipes/$name would take for its own (a step" \
       "whose outputs exist is skipped); choose another folder" >&2
@@ -120,7 +120,7 @@ own_workdir() {  # WORKDIR holds this recipe's outputs and no one else's: its st
     if [ -n "$(ls -A "$work")" ]; then
       echo "error: $work: exists and was not made by recipes/$name (no $recipe_stamp stamp): a step whose outputs" \
         "exist is skipped, so its files would be taken for this recipe's; choose another folder (an earlier run of" \
-        "this recipe by an nmtkit before the stamp: echo $name > $work/$recipe_stamp)" >&2
+        "this recipe by an nmtkit before the stamp: echo $name > $(printf %q "$work/$recipe_stamp"))" >&2
       exit 2
     fi
   fi

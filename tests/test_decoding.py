@@ -1,6 +1,7 @@
 """The decoding library: settings checked before loading, a decoder that loads once and translates as the CLI does."""
 import re
 
+import numpy as np
 import pytest
 
 from nmtkit.decoding import Decoder, DecodeSettings, encoded
@@ -41,11 +42,18 @@ def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
     ({"batch_size": 2.5}, "--batch-size: expects an integer >= 1, got 2.5"),
     ({"max_len_a": float("nan")}, "--max-len-a: expects a number in [0, 100], got nan"),
     ({"threads": True}, "--threads: expects an integer in [0, 1024], got True"),
+    ({"temperature": None}, "--temperature: expects a number in (0, 100], got None"),  # (None: only where optional)
+    ({"beam": np.int64(0)}, "--beam: expects an integer in [1, 1000], got np.int64(0)"),
 ])
 def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, message):
     with pytest.raises(NmtkitError, match=re.escape(message)) as e:
         Decoder(DecodeSettings(**{"models": ("missing.pt",), **settings}))
     assert e.value.exit_code == 2
+
+
+def test_numbers_of_numpy_and_no_limit_where_a_setting_may_have_none_are_taken():
+    DecodeSettings(("model.pt",), beam=np.int64(4), length_penalty=np.float32(0.6), max_input_len=None,
+                   attention_layer=None).check()
 
 
 def test_a_line_of_several_inputs_is_one_field_each():

@@ -19,7 +19,7 @@ def top_k(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     largest first: ``torch.topk(x, k, dim=1)``, up to the order of equal values."""
     rows, width = x.shape
     blocks = width // BLOCK
-    if blocks <= 2 * k or x.numel() < 2 ** 14 or x.device.type != "cpu":  # too small to gain, or a GPU
+    if blocks <= 2 * k or (x.numel() < 2 ** 16 and width < 2 ** 14) or x.device.type != "cpu":  # small, or a GPU
         return x.topk(k, dim=1)
     whole = blocks * BLOCK
     best_blocks = x[:, :whole].view(rows, blocks, BLOCK).amax(2).topk(k, dim=1).indices  # [rows, k]

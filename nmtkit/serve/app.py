@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nmtkit import __version__
+from nmtkit.config import BEAM
 from nmtkit.decoding import Decoder
 from nmtkit.errors import NmtkitError
 from nmtkit.search.continuous import ContinuousSearch
@@ -54,8 +55,8 @@ class TranslateRequest(BaseModel):
         description="the lines to translate; for a model with several inputs, each line's inputs as a list of "
                     "strings (or TAB-separated)")
     model: Optional[str] = Field(None, description="the model's name (GET /models) [default: the first]")
-    beam: Optional[int] = Field(None, ge=1, le=1000, description="beam size [default: the server's]")
-    n_best: Optional[int] = Field(None, ge=1, le=1000, description="outputs per line, best first [default: 1]")
+    beam: Optional[int] = Field(None, ge=BEAM.low, le=BEAM.high, description="beam size [default: the server's]")
+    n_best: Optional[int] = Field(None, ge=BEAM.low, le=BEAM.high, description="outputs per line, best first [default: 1]")
     alignments: bool = Field(False, description="each output's word alignment with the line (Moses 'i-j' pairs, from "
                                                 "the attention)")
     constraints: Optional[list[list[str]]] = Field(None, description="target phrases that each line's outputs contain "

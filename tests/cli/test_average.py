@@ -22,6 +22,8 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
     (tmp_path / "notes.txt").write_text("mine\n")
     r = run(["average", "--run", save, "-o", tmp_path / "notes.txt"], ok=False)
     assert r.exit_code == 2 and (tmp_path / "notes.txt").read_text() == "mine\n"
-    run(["average", "--run", save, "--last", 3, "-o", tmp_path / "avg.pt"])  # (an earlier average)
+    earlier = (tmp_path / "avg.pt").read_bytes()
+    run(["average", "--run", save, "--last", 3, "-o", tmp_path / "avg.pt"])  # (an earlier average: replaced)
+    assert (tmp_path / "avg.pt").read_bytes() != earlier
     run(["average", "--run", save, "-o", save / "best.pt", "--force"])
     assert (save / "best.pt").read_bytes() != best

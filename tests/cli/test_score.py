@@ -99,6 +99,8 @@ def test_perplexity_is_eq_13(trained_ckpt, text_dir):
             nll -= float(lp[0, b.tgt_out[0, i]])
             n += 1
     assert float(r.stdout) == pytest.approx(math.exp(nll / n), rel=1e-4)
+    r = run(["score", "--metric", "ppl", "-r", text_dir / "test.de"], ok=False)
+    assert "--metric ppl needs -m CKPT" in r.stderr
 
 
 def test_perplexity_of_a_model_whose_scores_are_nan_is_an_error(trained_ckpt, text_dir, tmp_path):
@@ -110,8 +112,6 @@ def test_perplexity_of_a_model_whose_scores_are_nan_is_an_error(trained_ckpt, te
              text_dir / "test.de"], ok=False)
     assert r.exit_code == 1 and not r.stdout
     assert f"error: -m {tmp_path / 'nan.pt'}: its log-probabilities of {text_dir / 'test.de'} are not numbers" in r.stderr
-    r = run(["score", "--metric", "ppl", "-r", text_dir / "test.de"], ok=False)
-    assert "--metric ppl needs -m CKPT" in r.stderr
 
 
 @pytest.mark.parametrize("n", [1, 3])
