@@ -19,7 +19,7 @@ from typing import Callable, ContextManager, Iterable, Iterator, Optional, Seque
 
 import torch
 
-from nmtkit.config import DECODING, expect
+from nmtkit.config import DECODING, DEVICE, expect
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
@@ -86,8 +86,15 @@ class DecodeSettings:
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
-        if not self.models:
-            raise NmtkitError("-m/--model: give a checkpoint", exit_code=2)
+        if not self.models or not _strings(self.models):
+            raise NmtkitError(f"-m/--model: expects a list of checkpoints (one: a model; several: an ensemble), got "
+                              f"{self.models!r}", exit_code=2)
+        if not isinstance(self.device, str) or self.device not in DEVICE:
+            raise NmtkitError(f"--device: expects {DEVICE}, got {self.device!r}", exit_code=2)
+        flags = [f.name for f in dataclasses.fields(self) if str(f.type) == "bool"]
+        wrong = next((name for name in flags if not isinstance(getattr(self, name), bool)), None)
+        if wrong:
+            raise NmtkitError(f"{wrong}: expects True or False, got {getattr(self, wrong)!r}", exit_code=2)
         optional = {f.name for f in dataclasses.fields(self) if str(f.type).startswith("Optional")}
         for name, (kind, allowed) in DECODING.items():  # (the CLI's options check the same as they are parsed)
             value = getattr(self, name)
@@ -248,8 +255,23 @@ class Decoder:
               constraints: Optional[Sequence[Sequence[str]]] = None) -> list[Line]:
         """The lines that :meth:`translate` reads for ``texts``, with their ``prefixes`` and ``constraints`` (target
         phrases) where the settings take them (see :meth:`translate_texts`); a one-line error naming the item
-        (``text.3``, ``prefix.0``, ``constraints.1``) for a wrong number of inputs or guides, or a lone surrogate."""
+        (``text.3``, ``prefix.0``, ``constraints.1``) for an item of another type, a wrong number of inputs or
+        guides, or a lone surrogate."""
         guides = [("prefix", prefixes, self.settings.prefix), ("constraints", constraints, self.settings.constraints)]
+        kinds = {"text": (lambda t: isinstance(t, str) or _strings(t), "a string, or a list of strings (one per input)"),
+                 "prefix": (lambda t: isinstance(t, str), "a string"),
+                 "constraints": (_strings, "a list of strings (target phrases)")}
+        for name, given in (("text", texts), ("prefix", prefixes), ("constraints", constraints)):
+            if given is None:
+                continue
+            if isinstance(given, (str, bytes)):
+                raise NmtkitError(f"{name}: expects a list with one item per line, got {type(given).__name__}",
+                                  exit_code=2)
+            fits, expected = kinds[name]
+            wrong = next((k for k, item in enumerate(given) if not fits(item)), None)
+            if wrong is not None:
+                raise NmtkitError(f"{name}.{wrong}: expects {expected}, got {type(given[wrong]).__name__}",
+                                  exit_code=2)
         for name, given, wanted in guides:
             plural = "prefixes" if name == "prefix" else name
             if given is not None and not wanted:
@@ -262,6 +284,7 @@ class Decoder:
         for k, text in enumerate(texts):
             if not isinstance(text, str) and len(text) != fields:
                 raise NmtkitError(f"text.{k}: {len(text)} inputs; this model reads {fields}", exit_code=2)
+            text = _unmarked(text) if isinstance(text, str) else [_unmarked(field) for field in text]
             line = fields_of(_utf8(text, fields, f"text.{k}"))
             for name, given, wanted in guides:
                 if wanted:
@@ -270,6 +293,17 @@ class Decoder:
                     line = (*line, *fields_of(_utf8(value, 1, f"{name}.{k}")))
             lines.append(line[0] if len(line) == 1 else line)
         return lines
+
+
+def _unmarked(text: str) -> str:
+    """``text`` without a leading byte-order mark: the sources drop one from a file's first line, so every text
+    here is read as one whatever its place in the list."""
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _strings(value: object) -> bool:
+    """Whether ``value`` is a list (or tuple) of strings."""
+    return isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)
 
 
 def _utf8(text: Union[str, Sequence[str]], fields: int, name: str) -> Line:

@@ -36,7 +36,10 @@ def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
     ({"attention_model": 2}, "--attention-model: expects 1 to 1"),
     ({"dictionary": "d.txt"}, "--dict goes with --replace-unk"),
     ({"edit_cost": 1.0, "shortlist": "lex"}, "--edit-cost: post-editing models decode without --shortlist"),
-    ({"models": ()}, "-m/--model: give a checkpoint"),
+    ({"models": ()}, "-m/--model: expects a list of checkpoints (one: a model; several: an ensemble), got ()"),
+    ({"models": "m.pt"}, "-m/--model: expects a list of checkpoints"),
+    ({"device": "gpu"}, "--device: expects auto, cpu, mps, cuda or cuda:N, got 'gpu'"),
+    ({"sampling": "no"}, "sampling: expects True or False, got 'no'"),
     ({"beam": 0}, "--beam: expects an integer in [1, 1000], got 0"),  # (as the CLI's options: nmtkit.config.DECODING)
     ({"temperature": 0.0}, "--temperature: expects a number in (0, 100], got 0.0"),
     ({"batch_size": 2.5}, "--batch-size: expects an integer >= 1, got 2.5"),
@@ -66,14 +69,24 @@ def test_lines_name_the_item_that_cannot_be_read(trained_ckpt):
     prefixed = Decoder(DecodeSettings(models=(str(trained_ckpt),), prefix=True))
     assert prefixed.lines(["one", "two"], ["eins", ""]) == [(b"one", b"eins"), (b"two", b"")]
     assert prefixed.lines(["one"]) == [(b"one", b"")] and plain.lines(["one"]) == [b"one"]
+    assert plain.lines(["\ufeffone", "\ufefftwo"]) == [b"one", b"two"]  # (a byte-order mark, wherever the text is)
     for decoder, texts, prefixes, message in [
             (plain, ["one"], ["eins"], "prefix: this model decodes without prefixes"),
             (prefixed, ["one", "two"], ["eins"], "prefix: 1 prefixes for 2 lines"),
             (prefixed, ["one", "t\udc80"], None, "text.1: not valid Unicode"),
             (prefixed, ["one"], ["\ud800"], "prefix.0: not valid Unicode"),
-            (plain, [["one", "two"]], None, "text.0: 2 inputs; this model reads 1")]:
-        with pytest.raises(NmtkitError, match=message):
+            (plain, [["one", "two"]], None, "text.0: 2 inputs; this model reads 1"),
+            (plain, "six", None, "text: expects a list with one item per line, got str"),
+            (plain, ["one", None], None, "text.1: expects a string, or a list of strings (one per input), got NoneType"),
+            (plain, [[1]], None, "text.0: expects a string, or a list of strings (one per input), got list"),
+            (prefixed, ["one", "two"], ["eins", 2], "prefix.1: expects a string, got int")]:
+        with pytest.raises(NmtkitError, match=re.escape(message)):
             decoder.lines(texts, prefixes)
+    constrained = Decoder(DecodeSettings(models=(str(trained_ckpt),), constraints=True))
+    for constraints, message in ((["und", "tausend"], "constraints.0: expects a list of strings (target phrases), "
+                                                      "got str"), ("und", "constraints: expects a list with one item")):
+        with pytest.raises(NmtkitError, match=re.escape(message)):
+            constrained.lines(["one", "two"], None, constraints)
 
 
 def test_a_result_says_whether_its_line_was_cut_at_the_length_limit(trained_ckpt):

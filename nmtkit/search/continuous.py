@@ -15,7 +15,9 @@ from typing import Callable, ContextManager, Hashable, Iterator, Mapping, Option
 from nmtkit.data.batching import make_batch
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.beam import BeamSearch
+from nmtkit.search.constrained import CONSTRAINTS
 from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.prefix import PREFIX
 from nmtkit.search.sources import Inputs, Line, stack_inputs
 from nmtkit.search.translator import LineResult, Pending, Translator
 
@@ -65,6 +67,10 @@ class ContinuousSearch:
         chunk = [self.translator.read(index, line) for index, line in enumerate(lines)]
         todo = self.translator.examples(chunk)
         pieces = [((tag, pending.index, k), inputs) for pending in todo for k, inputs in enumerate(pending.parts or [])]
+        guided = [index for (_, index, _), inputs in pieces if any(len(inputs.get(s, ())) for s in (PREFIX, CONSTRAINTS))]
+        if guided:  # (the search would drop them: the constrained and forced searches are translate's)
+            raise ValueError(f"line {guided[0]} of the group has a target prefix or constraints: decode such lines "
+                             "with translate, not in a running search")
         self.joining.extend(pieces)
         if not pieces:
             self.ready.append(tag)

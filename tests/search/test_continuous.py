@@ -38,6 +38,17 @@ def test_groups_joining_a_running_search_get_what_they_get_apart(trained_ckpt, s
     assert order.index(2) < order.index(0)  # (a group of empty lines is back at the next step)
 
 
+def test_a_line_with_a_prefix_or_constraints_is_refused_not_searched_without_them(trained_ckpt):
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), beam=3, prefix=True, constraints=True))
+    search = decoder.continuous()
+    for prefixes, constraints in (([""], [["sieben"]]), (["sieben"], [[]])):
+        with pytest.raises(ValueError, match="line 0 of the group has a target prefix or constraints"):
+            search.add("g", decoder.lines(["seven"], prefixes, constraints))
+    assert not search.busy and not search.size
+    search.add("g", decoder.lines(["seven"], [""], [[]]))  # (neither: it joins)
+    assert search.busy
+
+
 @pytest.mark.parametrize("settings", [dict(beam=1), dict(beam=3, alignments=True), dict(sampling=True, beam=1),
                                       dict(beam=3, replace_unk=True)])
 def test_searches_that_lines_cannot_join_are_left_to_translate(trained_ckpt, settings):
