@@ -121,6 +121,9 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         first = exc.errors()[0]
         if first.get("type") == "json_invalid":
             return error(400, f"the body is not JSON: {first.get('ctx', {}).get('error', first['msg'])}")
+        if tuple(first["loc"]) == ("body",):  # (a list, or JSON sent without its content type: FastAPI reads no object)
+            return error(422, "body: expects a JSON object such as {\"text\": [\"...\"]}, sent with Content-Type: "
+                              "application/json")
         if len(first["loc"]) > 3 and first["loc"][:2] == ("body", "text") and first["loc"][3] in LINE_KINDS:
             return error(422, f"{field_name(first['loc'][:3])}: expects a string, or a list of strings (a line of a "
                               "model with several inputs)")

@@ -138,6 +138,14 @@ def test_bad_requests_are_one_line_naming_the_field(url, body, status, message):
     assert r.status_code == status and message in r.json()["error"], r.text
 
 
+@pytest.mark.parametrize("content, kind", [(json.dumps({"text": ["a"]}), "application/x-www-form-urlencoded"),
+                                           (json.dumps({"text": ["a"]}), None), (json.dumps(["a"]), "application/json")])
+def test_a_body_that_is_not_a_json_object_says_what_to_send(url, content, kind):
+    r = httpx.post(f"{url}/translate", content=content, headers={"content-type": kind} if kind else {})
+    assert r.status_code == 422 and r.json()["error"] == ('body: expects a JSON object such as {"text": ["..."]}, '
+                                                          "sent with Content-Type: application/json")
+
+
 def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
     r = httpx.post(f"{url}/translate", content=b'{"text": [', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"].startswith("the body is not JSON")
