@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import numbers
+import os
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
 
@@ -86,7 +87,8 @@ class DecodeSettings:
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
-        if not self.models or not _strings(self.models):
+        if not (isinstance(self.models, (list, tuple)) and self.models
+                and all(isinstance(path, (str, os.PathLike)) for path in self.models)):
             raise NmtkitError(f"-m/--model: expects a list of checkpoints (one: a model; several: an ensemble), got "
                               f"{self.models!r}", exit_code=2)
         if not isinstance(self.device, str) or self.device not in DEVICE:

@@ -1,5 +1,6 @@
 """The decoding library: settings checked before loading, a decoder that loads once and translates as the CLI does."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,8 +55,8 @@ def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, 
     assert e.value.exit_code == 2
 
 
-def test_numbers_of_numpy_and_no_limit_where_a_setting_may_have_none_are_taken():
-    DecodeSettings(("model.pt",), beam=np.int64(4), length_penalty=np.float32(0.6), max_input_len=None,
+def test_numbers_of_numpy_paths_and_no_limit_where_a_setting_may_have_none_are_taken():
+    DecodeSettings((Path("model.pt"),), beam=np.int64(4), length_penalty=np.float32(0.6), max_input_len=None,
                    attention_layer=None).check()
 
 
