@@ -21,6 +21,7 @@ from typing import Callable, ContextManager, Iterable, Iterator, Optional, Seque
 import torch
 
 from nmtkit.config import DECODING, DEVICE, expect
+from nmtkit.data.text import without_bom
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
@@ -286,8 +287,8 @@ class Decoder:
         for k, text in enumerate(texts):
             if not isinstance(text, str) and len(text) != fields:
                 raise NmtkitError(f"text.{k}: {len(text)} inputs; this model reads {fields}", exit_code=2)
-            text = _unmarked(text) if isinstance(text, str) else [_unmarked(field) for field in text]
-            line = fields_of(_utf8(text, fields, f"text.{k}"))
+            # (a byte-order mark dropped from every text: the sources drop one from the first line alone)
+            line = tuple(without_bom(field, 1) for field in fields_of(_utf8(text, fields, f"text.{k}")))
             for name, given, wanted in guides:
                 if wanted:
                     value = "" if given is None else given[k] if name == "prefix" else \
@@ -295,12 +296,6 @@ class Decoder:
                     line = (*line, *fields_of(_utf8(value, 1, f"{name}.{k}")))
             lines.append(line[0] if len(line) == 1 else line)
         return lines
-
-
-def _unmarked(text: str) -> str:
-    """``text`` without a leading byte-order mark: the sources drop one from a file's first line, so every text
-    here is read as one whatever its place in the list."""
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _strings(value: object) -> bool:
