@@ -53,7 +53,7 @@ def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
                                "--threads", str(max(1, args.threads // args.workers)), "--workers", str(args.workers),
                                "--max-batch", str(args.max_batch),
                                "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024",
-                               *(["--continuous"] if args.continuous else [])],
+                               *(["--continuous"] if args.continuous else []), *(["--compile"] if args.compile else [])],
                               stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -173,6 +173,8 @@ def main() -> None:
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--continuous", action="store_true",
                         help="serve --continuous: requests join a running beam search (continuous batching)")
+    parser.add_argument("--compile", action="store_true",
+                        help="serve --compile (compiled before it listens); translate's reference stays uncompiled")
     parser.add_argument("--time-limit", type=float, default=300, help="seconds per phase at most [default: 300]")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
@@ -187,7 +189,8 @@ def main() -> None:
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
-    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads (serve: {args.workers} worker(s)); "
+    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads (serve: {args.workers} worker(s)"
+          f"{', compiled' if args.compile else ''}); "
           f"translate (batch 32): "
           f"{translate_speed:.1f} sentences/s")
     print(f"{'clients':>7} {'sent/s':>8} {'vs translate':>12} {'p50 ms':>8} {'p99 ms':>8} {'answered':>8} "
@@ -201,7 +204,7 @@ def main() -> None:
               f"{p['server_main_cpu_s']:>9.1f}s {p['client_cpu_s']:>9.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps({"sentences": len(lines), "beam": args.beam, "threads": args.threads,
-                                               "workers": args.workers,
+                                               "workers": args.workers, "compile": args.compile,
                                                "max_batch": args.max_batch, "max_wait_ms": args.max_wait_ms,
                                                "translate_sentences_per_s": round(translate_speed, 2),
                                                "phases": phases}, indent=1) + "\n")

@@ -20,6 +20,7 @@ from typing import Callable, ContextManager, Iterable, Iterator, Optional, Seque
 
 import torch
 
+from nmtkit.compiling import check_compiler
 from nmtkit.config import DECODING, DEVICE, expect
 from nmtkit.data.text import without_bom
 from nmtkit.errors import NmtkitError
@@ -27,6 +28,7 @@ from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
 from nmtkit.search.alignment import Aligner
 from nmtkit.search.attention_file import AttentionWriter
+from nmtkit.search.compiled import Compiled
 from nmtkit.search.continuous import ContinuousSearch, supports
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
 from nmtkit.search.guides import ConstraintSource, GuidedSources, prefix_source
@@ -85,6 +87,7 @@ class DecodeSettings:
     alignments: bool = False  #: each output's word alignment with the first input, from its attention
     constraints: bool = False  #: each line's last field lists target phrases that its outputs contain (``--constraints``)
     split_long: bool = False  #: a text line too long for the model is cut at sentence ends, not truncated
+    compile: bool = False  #: the decoding step through ``torch.compile`` (:mod:`nmtkit.search.compiled`)
 
     def check(self) -> None:
         """A one-line error (exit code 2) for settings that do not go together, before any model loads."""
@@ -163,6 +166,8 @@ class Decoder:
             torch.set_num_threads(settings.threads)
         self.settings = settings
         self.device = pick_device(settings.device)
+        if settings.compile:
+            check_compiler(self.device)
         make = sources or text_sources(settings, name)
         members = [load_model(path, self.device) for path in settings.models]
         self.sources = [make(member, path) for member, path in zip(members, settings.models)]
@@ -177,8 +182,12 @@ class Decoder:
         guides = guide_sources(self.loaded, settings)
         if guides:
             self.source = GuidedSources(self.source, guides)
-        model, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device)
-        self.model = cast(Seq2Seq, model)
+        ready, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device,
+                                                pack=not settings.compile)
+        model = cast(Seq2Seq, ready)
+        if settings.compile:
+            model = Compiled(model)
+        self.model = Prefixed(model) if settings.prefix else model
         sampler = None
         if settings.sampling:
             from nmtkit.search.sampling import Sampler
@@ -196,14 +205,28 @@ class Decoder:
         self.splitter = splitter_of(self.loaded, self.source) if settings.split_long else None
 
     def _restricted(self):
-        """The model to search with: the loaded one, or it with a shortlisted output layer, edit costs or target
-        prefixes."""
+        """The model to search with: the loaded one, or it with a shortlisted output layer or edit costs."""
         s, loaded = self.settings, self.loaded
         if s.shortlist:
             return shortlisted(loaded, s.shortlist, s.shortlist_first, s.shortlist_best)
         if s.edit_cost:
             return edit_costed(loaded, s.edit_cost)
-        return Prefixed(loaded.model) if s.prefix else loaded.model
+        return loaded.model
+
+    def warm_up(self) -> bool:
+        """Where the decoding step is compiled (``compile``) and the model reads text: decode made-up lines, one
+        alone and then two together, so that the compilations of the first shapes (the first steps, whose target
+        memory has no or one position) happen now, not in the first lines a server is sent; whether it did.
+        Searches of other shapes (greedy over one line, lines joining a running search) compile once each when
+        first met."""
+        readers = getattr(self.sources[0], "sources", {}).values()
+        if not self.settings.compile or not readers or not all(isinstance(s, TextSource) for s in readers):
+            return False
+        fields = len(self.loaded.model.inputs)
+        texts = [[text] * fields for text in ("Warm up.", "A line to warm up with.")]
+        for group in (texts[:1], texts):
+            list(self.translate(self.lines(group), chunk_size=len(group)))
+        return True
 
     def aligner(self) -> Aligner:
         """What aligns outputs with the first input (see :func:`aligner_of`), made once."""

@@ -66,6 +66,9 @@ DECODING_OPTIONS = [
                       "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
     click.option("--threads", type=setting("threads"), default=0, show_default=True,
                  help="CPU threads (0: PyTorch's default)"),
+    click.option("--compile", is_flag=True,
+                 help="compile the decoding step with torch.compile: faster steps after a compilation of seconds to "
+                      "a minute (cached on disk); pays on long inputs (docs/translate.md)"),
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),
 ]

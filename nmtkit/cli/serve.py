@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,11 +68,13 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="arithmetic, as translate --precision")
 @click.option("--threads", type=setting("threads"), default=0, show_default=True,
               help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
+@click.option("--compile", "compile_step", is_flag=True,
+              help="compile the decoding step with torch.compile (as translate --compile), before the server listens")
 @click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "
                    "(docs/serve.md: when it pays)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            continuous, queue_size, max_lines, max_chars, device, precision, threads, workers):
+            continuous, queue_size, max_lines, max_chars, device, precision, threads, compile_step, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
@@ -100,13 +103,19 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         settings[name] = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty,
                                         max_len_a=max_len_a, max_len_b=max_len_b, max_input_len=max_input_len,
                                         batch_size=max_batch, device=device, precision=precision, threads=threads,
-                                        prefix=True, constraints=True)
-        reader = settings[name] if workers == 1 else replace(settings[name], device="cpu")  # (workers decode)
+                                        prefix=True, constraints=True, compile=compile_step)
+        reader = settings[name] if workers == 1 else replace(settings[name], device="cpu", compile=False)  # (workers decode)
         decoders[name] = Decoder(reader, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
+        if compile_step and workers == 1:
+            log(f"{name}: compiling its decoding step (torch.compile) before serving")
+            started = time.perf_counter()
+            if decoders[name].warm_up():
+                log(f"{name}: decoding step compiled in {time.perf_counter() - started:.1f} s")
     pool = WorkerPool(settings, workers) if workers > 1 else None
     if pool:
-        log(f"{workers} decoding processes of {threads} thread(s) each")
+        log(f"{workers} decoding processes of {threads} thread(s) each"
+            f"{', each compiling its decoding step (torch.compile) before it takes batches' if compile_step else ''}")
     try:
         limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
         serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)

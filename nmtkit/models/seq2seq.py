@@ -72,7 +72,7 @@ class Seq2Seq(nn.Module):
 
     #: Whether ``forward`` traces to one graph for batches of every shape (no loop over time steps, no value read
     #: back to the host), so that ``train --compile`` compiles it once; others would be recompiled for every new
-    #: batch shape, and train uncompiled. tests/train/test_compiling.py holds every model that says so to it.
+    #: batch shape, and train uncompiled. tests/test_compiling.py holds every model that says so to it.
     compiles_once: bool = False
 
     #: The input streams the model reads from a batch (``src``; ``src`` and ``mt`` for APE, ...).

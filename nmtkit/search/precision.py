@@ -63,12 +63,13 @@ def pack_linears(model: nn.Module) -> nn.Module:
     return model
 
 
-def for_inference(model: nn.Module, precision: str,
-                  device: torch.device) -> tuple[nn.Module, Callable[[], ContextManager]]:
-    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and what
-    makes the context to run decoding in (once per run: autocast for bf16)."""
+def for_inference(model: nn.Module, precision: str, device: torch.device,
+                  pack: bool = True) -> tuple[nn.Module, Callable[[], ContextManager]]:
+    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs unless not to ``pack`` (a model
+    to compile: Inductor lays out its own), or a quantised copy) and what makes the context to run decoding in (once
+    per run: autocast for bf16)."""
     if precision == "fp32":
-        return pack_linears(model) if device.type == "cpu" and packable() else model, contextlib.nullcontext
+        return pack_linears(model) if pack and device.type == "cpu" and packable() else model, contextlib.nullcontext
     if precision == "bf16":
         return model, lambda: torch.autocast(device.type, dtype=torch.bfloat16)
     if precision == "int8":

@@ -41,6 +41,8 @@ def _work(settings: dict[str, DecodeSettings], conn: Connection) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         decoders = {name: Decoder(s, name=f"batch of {name}") for name, s in settings.items()}
+        for decoder in decoders.values():
+            decoder.warm_up()  # (with --compile: before the worker takes batches)
     except Exception as e:
         conn.send(("failed", str(e)))
         return

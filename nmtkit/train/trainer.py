@@ -23,6 +23,7 @@ from nmtkit.checkpoint import (
     save_checkpoint,
     step_file,
 )
+from nmtkit.compiling import check_compiler, compiled
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.prefetch import Prefetched
 from nmtkit.data.shards import Corpus
@@ -35,7 +36,6 @@ from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
 from nmtkit.models import build_model
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
-from nmtkit.train.compiling import compiled
 from nmtkit.train.diagnostics import gradient_norms
 from nmtkit.train.distributed import DistInfo, broadcast
 from nmtkit.train.length_limits import check_length_limits, width_caps
@@ -125,6 +125,7 @@ class Trainer:
             self.net = nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if config["compile"] and self.model.compiles_once:
+            check_compiler(self.device)
             self.net = compiled(self.net)
         elif config["compile"] and self.dist.is_main:
             warn(f"--compile: {config['arch']} would be compiled again for every new batch shape (its forward "

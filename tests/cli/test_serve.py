@@ -25,7 +25,7 @@ def start(*args) -> tuple[subprocess.Popen, str]:
     server = subprocess.Popen([sys.executable, "-m", "nmtkit", "serve", "--port", str(port), *map(str, args)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # (--compile compiles before the server listens)
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise AssertionError(f"serve exited {server.returncode}: {server.stdout.read()}")
@@ -35,7 +35,7 @@ def start(*args) -> tuple[subprocess.Popen, str]:
         except httpx.TransportError:
             time.sleep(0.1)
     server.kill()
-    raise AssertionError("serve did not answer in 60 s")
+    raise AssertionError("serve did not answer in 120 s")
 
 
 def workers_of(pid: int) -> list[int]:
@@ -52,7 +52,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("batching", [[], ["--continuous"], ["--workers", 2]])
+@pytest.mark.parametrize("batching", [[], ["--continuous"], ["--workers", 2], ["--compile"]])
 def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_ckpt, tmp_path, batching):
     cli = run(["translate", "-m", trained_ckpt], input="forty-two\none\n").stdout.splitlines()
     model = tmp_path / "de"
@@ -77,6 +77,7 @@ def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_
     finally:
         server.kill()
     assert "Finished server process" in log and server.returncode in (0, 143), log
+    assert ("decoding step compiled in" in log) == ("--compile" in batching)
     assert not [pid for pid in workers if alive(pid)]
 
 

@@ -6,8 +6,8 @@ import torch
 import torch._inductor.config as inductor_config
 import torch.fx.experimental._config as shape_config
 
+from nmtkit.compiling import compiled
 from nmtkit.models.registry import model_names
-from nmtkit.train.compiling import compiled
 from tests.models import test_multi_source as inputs
 from tests.models.test_contract import tiny
 

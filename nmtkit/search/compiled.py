@@ -1,0 +1,37 @@
+"""``--compile`` for decoding: the model's decoding step through ``torch.compile`` (:class:`Compiled`).
+
+On a CPU a decoding step is many small operations (a GRU cell's gates, attention's energies, the readout), each
+a pass over memory and a call through PyTorch's dispatcher; Inductor fuses the elementwise ones into loops of
+generated C++ and calls the matrix products directly. The outputs are those of the model uncompiled (to rounding);
+the first steps cost the compilation (seconds on a tiny model, about a minute on a large one; Inductor keeps what
+it built in its cache on disk, so that a second run starts sooner), and a few more shapes compile once each (a
+state of one position, a batch of one row). What it gains, measured: bench/README.md, "Decoding compiled".
+"""
+from __future__ import annotations
+
+from typing import Callable, Union
+
+import torch
+
+from nmtkit.compiling import compiled
+from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
+from nmtkit.models.state import DecoderState
+from nmtkit.search.wrapped import Wrapped
+
+
+class Compiled(Wrapped):
+    """``model`` with its ``decode_step`` compiled (``backend``: Inductor unless a test gives another), the rest
+    as it is: encoding runs once a sentence, a small share of the time."""
+
+    #: compilations of one function that the process allows (PyTorch's default: 8, then it runs the function
+    #: uncompiled): the models of one class share their ``decode_step``, and each compiles a few shapes
+    RECOMPILE_LIMIT = 64
+
+    def __init__(self, model: Seq2Seq, backend: Union[str, Callable] = "inductor"):
+        super().__init__(model)
+        limit = torch._dynamo.config.recompile_limit
+        torch._dynamo.config.recompile_limit = max(limit, self.RECOMPILE_LIMIT)
+        self._step = compiled(model.decode_step, backend)
+
+    def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        return self._step(prev, state)

@@ -1,0 +1,87 @@
+"""``--compile``: every architecture's decoding step compiles into graphs (not left to run uncompiled) and gives
+what the model gives; ``translate --compile`` finds the outputs of ``translate``; a server's decoder compiles
+before its first request; no C++ compiler is a one-line error."""
+import functools
+
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+from torch._inductor import cpp_builder
+from torch._inductor.compile_fx import compile_fx
+
+from nmtkit.decoding import Decoder, DecodeSettings
+from nmtkit.errors import NmtkitError
+from nmtkit.search.compiled import Compiled
+from tests.conftest import run
+from tests.models.decoding import step_by_step
+from tests.models.test_contract import ARCHS, batch, tiny
+
+
+@pytest.fixture
+def graphs():
+    """The graphs torch.compile makes, counted by an eager backend, for a fresh compiler."""
+    torch._dynamo.reset()
+    made = []
+
+    def backend(graph, example_inputs):
+        made.append(graph)
+        return graph.forward
+    yield made, backend
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_architecture_compiles_its_decoding_step_and_decodes_as_uncompiled(graphs, arch):
+    made, backend = graphs
+    m, b = tiny(arch), batch()
+    want, want_weights = step_by_step(m, b)
+    got, got_weights = step_by_step(Compiled(m, backend), b)
+    assert made, "nothing was compiled"
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    for step, (w, g) in enumerate(zip(want_weights, got_weights)):
+        assert w.keys() == g.keys(), step
+        for name in w:
+            torch.testing.assert_close(g[name], w[name], atol=0, rtol=0, msg=f"attention {name} at step {step}")
+    # the first steps (a target memory of no and one position) compile once each; later steps reuse the last graph
+    count = len(made)
+    step_by_step(Compiled(m, backend), b)
+    assert len(made) == count
+
+
+def test_translate_compile_finds_the_outputs_of_translate(graphs, trained_ckpt, monkeypatch):
+    made = graphs[0]
+
+    def inductor(graph, example_inputs):  # (Inductor itself, its graphs counted)
+        made.append(graph)
+        return compile_fx(graph, example_inputs)
+    monkeypatch.setattr("nmtkit.decoding.Compiled", functools.partial(Compiled, backend=inductor))
+    lines = "".join(f"{text}\n" for text in ["forty-two", "", "one hundred and three", "seven", "sixty"])
+    plain = run(["translate", "-m", trained_ckpt, "--n-best", 2], input=lines).stdout
+    assert not made
+    compiled = run(["translate", "-m", trained_ckpt, "--n-best", 2, "--compile"], input=lines).stdout
+    assert made and compiled == plain and len(plain.splitlines()) == 10
+
+
+def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, monkeypatch):
+    made, backend = graphs
+    monkeypatch.setattr("nmtkit.decoding.Compiled", functools.partial(Compiled, backend=backend))
+    plain = Decoder(DecodeSettings(models=(str(trained_ckpt),), prefix=True, constraints=True))
+    assert not plain.warm_up() and not made  # (not compiled: nothing to do)
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), prefix=True, constraints=True, compile=True))
+    assert decoder.warm_up() and made
+    count, texts = len(made), ["forty-two", "one hundred and three", "seven"]
+    results = [decoder.translate_texts(texts[:n]) for n in (1, 3)]
+    assert len(made) == count, "compiled again for lines of the shapes warmed up"
+    assert [r.texts for r in results[1]] == [r.texts for r in plain.translate_texts(texts)]
+
+
+def test_compile_without_a_cpp_compiler_is_a_one_line_error(trained_ckpt, monkeypatch):
+    monkeypatch.setattr(inductor_config.cpp, "cxx", (None, "no-such-c++"))
+    cpp_builder.cpp_compiler_search.cache_clear()
+    try:
+        with pytest.raises(NmtkitError, match=r"--compile: .*C\+\+ compiler.*'no-such-c\+\+'"):
+            Decoder(DecodeSettings(models=(str(trained_ckpt),), compile=True))
+        r = run(["translate", "-m", trained_ckpt, "--compile"], input="one\n", ok=False)
+        assert r.exit_code == 2 and "install g++" in r.stderr
+    finally:
+        cpp_builder.cpp_compiler_search.cache_clear()
