@@ -8,7 +8,7 @@ import nmtkit
 
 ROOT = Path(nmtkit.__file__).parent
 # a module may import from its own package and from lower ranks only
-RANKS = {"errors": -1, "progress": 0, "config": 0, "device": 0, "data": 1, "checkpoint": 1.5, "models": 2,
+RANKS = {"errors": -1, "progress": 0, "config": 0, "device": 0, "compiling": 0, "data": 1, "checkpoint": 1.5, "models": 2,
          "metrics": 3, "search": 3, "inference": 4, "tools": 4, "decoding": 4.5, "serve": 4.7, "train": 5, "cli": 6}
 
 

@@ -68,7 +68,7 @@ DECODING_OPTIONS = [
                  help="CPU threads (0: PyTorch's default)"),
     click.option("--compile", is_flag=True,
                  help="compile the decoding step with torch.compile: faster steps after a compilation of seconds to "
-                      "a minute (cached on disk); pays on long inputs (docs/translate.md)"),
+                      "a minute, paid at every run; for very long inputs (docs/translate.md)"),
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),
 ]
