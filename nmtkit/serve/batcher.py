@@ -186,6 +186,8 @@ class Batcher:
                 for waiting in jobs.values():
                     self._settle(waiting, e, lines)
                 break
+            now = time.perf_counter()  # (counted before its jobs are answered, as a batch's: /health is up to date)
+            self.decoding_s, began = self.decoding_s + now - began, now
             for tag, results in done:
                 finished = jobs.pop(cast(int, tag))
                 lines -= len(finished.lines)

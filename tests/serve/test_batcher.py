@@ -213,6 +213,7 @@ def test_jobs_join_a_running_search_and_are_answered_as_soon_as_their_lines_are_
     batcher.submit(short)
     tick(steps, 3)  # it joins after step 1, and is done at step 3
     assert short_done.wait(10) and not long_done.is_set()
+    assert batcher.decoding_s > 0  # (counted as the search goes, not once it is over)
     assert [r.texts[0] for r in short_got[0]] == ["BB", "C"] and [r.index for r in short_got[0]] == [0, 1]
     tick(steps)
     assert long_done.wait(10) and [r.texts[0] for r in long_got[0]] == ["AAAA"]
