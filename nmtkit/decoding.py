@@ -213,19 +213,26 @@ class Decoder:
             return edit_costed(loaded, s.edit_cost)
         return loaded.model
 
-    def warm_up(self) -> bool:
+    def warm_up(self, continuous: bool = False) -> bool:
         """Where the decoding step is compiled (``compile``) and the model reads text: decode made-up lines, one
-        alone and then two together, so that the compilations of the first shapes (the first steps, whose target
-        memory has no or one position) happen now, not in the first lines a server is sent; whether it did.
-        Searches of other shapes (greedy over one line, lines joining a running search) compile once each when
-        first met."""
+        alone and then two together (and, with ``continuous``, one joining the running search of another, where
+        the settings allow continuous batching), so that the compilations of the first shapes (the first steps,
+        whose target memory has no or one position; a merged state) happen now, not in the first lines a server is
+        sent; whether it did. Searches of other shapes (greedy over one line) compile once each when first met."""
         readers = getattr(self.sources[0], "sources", {}).values()
         if not self.settings.compile or not readers or not all(isinstance(s, TextSource) for s in readers):
             return False
         fields = len(self.loaded.model.inputs)
-        texts = [[text] * fields for text in ("Warm up.", "A line to warm up with.")]
+        texts = [[text] * fields for text in ("A line to warm up with.", "Warm up.")]
         for group in (texts[:1], texts):
             list(self.translate(self.lines(group), chunk_size=len(group)))
+        search = self.continuous() if continuous else None
+        if search is not None:
+            search.add(0, self.lines(texts[:1]))
+            search.step()
+            search.add(1, self.lines(texts[1:]))  # (joins the running search: their states merge)
+            while search.busy:
+                search.step()
         return True
 
     def aligner(self) -> Aligner:

@@ -110,7 +110,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         if compile_step and workers == 1:
             log(f"{name}: compiling its decoding step (torch.compile) before serving")
             started = time.perf_counter()
-            if decoders[name].warm_up():
+            if decoders[name].warm_up(continuous):
                 log(f"{name}: decoding step compiled in {time.perf_counter() - started:.1f} s")
     pool = WorkerPool(settings, workers) if workers > 1 else None
     if pool:

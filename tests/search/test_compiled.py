@@ -12,7 +12,7 @@ from torch._inductor.compile_fx import compile_fx
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.errors import NmtkitError
 from nmtkit.search.compiled import Compiled
-from tests.conftest import run
+from tests.conftest import TINY_MODEL, run
 from tests.models.decoding import step_by_step
 from tests.models.test_contract import ARCHS, batch, tiny
 
@@ -73,6 +73,33 @@ def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, 
     results = [decoder.translate_texts(texts[:n]) for n in (1, 3)]
     assert len(made) == count, "compiled again for lines of the shapes warmed up"
     assert [r.texts for r in results[1]] == [r.texts for r in plain.translate_texts(texts)]
+
+
+@pytest.fixture(scope="module")
+def target_attention_ckpt(corpus_dir, tmp_path_factory):
+    """A tiny ftatt-rnn (target attention: its state grows, and merges with a target memory) trained a few updates."""
+    save = tmp_path_factory.mktemp("ftatt")
+    run(["train", "--data", corpus_dir, "--save-dir", save, "--arch", "ftatt-rnn", *TINY_MODEL, "--max-steps", 10,
+         "--valid-every", 10, "--batch-size", 32])
+    return str(save / "best.pt")
+
+
+def test_a_continuous_server_decoder_also_compiles_a_line_joining_a_running_search(graphs, target_attention_ckpt,
+                                                                                    monkeypatch):
+    made, backend = graphs
+    monkeypatch.setattr("nmtkit.decoding.Compiled", functools.partial(Compiled, backend=backend))
+    decoder = Decoder(DecodeSettings(models=(target_attention_ckpt,), compile=True))
+    assert decoder.warm_up(continuous=True)
+    count, search, texts = len(made), decoder.continuous(), ["one hundred and three", "forty-two"]
+    search.add("a", decoder.lines(texts[:1]))
+    search.step()
+    search.add("b", decoder.lines(texts[1:]))  # (joins: a merged state)
+    found = dict(search.step())
+    while search.busy:
+        found.update(search.step())
+    assert len(made) == count, "compiled again for a line joining a running search"
+    alone = Decoder(DecodeSettings(models=(target_attention_ckpt,))).translate_texts(texts)
+    assert [found[tag][0].texts for tag in "ab"] == [r.texts for r in alone]
 
 
 def test_compile_without_a_cpp_compiler_is_a_one_line_error(trained_ckpt, monkeypatch):
