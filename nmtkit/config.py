@@ -91,7 +91,7 @@ LENGTH_A = Range(0, 100)  # output length limit a·|x| + b
 LENGTH_B = Range(0, 10_000)
 LENGTH_PENALTY = Range(0, 10)  # length^alpha overflows for large alpha
 THREADS = Range(0, 1024)
-DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")
+DEVICE = Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N", "DEVICE")
 #: what each numeric field of :class:`nmtkit.decoding.DecodeSettings` allows, by name, and its kind: the options of
 #: its name (``--beam``, ...) of ``translate``, ``caption`` and ``serve`` check the same (and a request's beam and
 #: n_best in ``serve``, BEAM)

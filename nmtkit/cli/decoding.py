@@ -60,7 +60,7 @@ DECODING_OPTIONS = [
                       "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
                       "search with dynamic beam allocation"),
     click.option("--attention-out", type=WriteFile(), help="write tokens and attention weights to this HDF5 file"),
-    click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto"),
+    click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N, mps or auto"),
     click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
                  help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
                       "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),

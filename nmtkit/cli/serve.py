@@ -63,7 +63,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="lines per request at most (more: 413)")
 @click.option("--max-chars", type=Checked(int, POSITIVE), default=100_000, show_default=True,
               help="characters per request at most (more: 413)")
-@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N, mps or auto")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
               help="arithmetic, as translate --precision")
 @click.option("--threads", type=setting("threads"), default=0, show_default=True,

@@ -50,7 +50,7 @@ def test_train_help_lists_the_architectures_and_each_one_its_own_options():
     out = run(["train", "--help"]).stdout
     for flag in ("--arch", "--batch-type", "--resume", "--init-from", "--max-time", "--lr-schedule"):
         assert flag in out
-    assert "--profile A:B " in out and "--device TEXT " in out  # (a pattern's form where it names one)
+    assert "--profile A:B " in out and "--device DEVICE " in out  # (a pattern's form where it names one)
     assert "rnnsearch " in out and "bitatt-rnn " in out and "--dec-size" not in out
     luong = run(["train", "--arch", "luong", "--help"]).stdout
     assert "Options of --arch luong" in luong and "--layers" in luong and "--input-feed" in luong
