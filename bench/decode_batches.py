@@ -9,10 +9,11 @@ sentences, and per row the positions of the input (padded to the longest live on
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import threading
 import time
+
+from served_lines import decoding_parser, first_lines  # (bench/: the script's folder is on the path)
 
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.search.beam import BeamSearch
@@ -48,15 +49,9 @@ def widths(search: BeamSearch) -> tuple[int, int, float, int, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-m", "--model", required=True)
-    parser.add_argument("-i", "--input", required=True)
-    parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--beam", type=int, default=5)
+    parser = decoding_parser(__doc__)
     args = parser.parse_args()
-    texts = [line.strip() for line in open(args.input, encoding="utf-8") if line.strip()][:args.lines]
+    texts = first_lines(args.input, args.lines)
     decoder = Decoder(DecodeSettings(models=(args.model,), beam=args.beam, threads=args.threads))
     lines = decoder.lines(texts)
     list(decoder.translate(lines[:8]))  # (warm-up)

@@ -8,24 +8,19 @@ compilation: `Decoder.warm_up`, then the first batches), and whether the outputs
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
+
+from served_lines import decoding_parser, first_lines  # (bench/: the script's folder is on the path)
 
 from nmtkit.decoding import Decoder, DecodeSettings
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-m", "--model", required=True)
-    parser.add_argument("-i", "--input", required=True)
-    parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--beam", type=int, default=5)
+    parser = decoding_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    texts = [line.strip() for line in open(args.input, encoding="utf-8") if line.strip()][:args.lines]
+    texts = first_lines(args.input, args.lines)
     decoders = {name: Decoder(DecodeSettings(models=(args.model,), beam=args.beam, threads=args.threads,
                                              compile=name == "compiled")) for name in ("uncompiled", "compiled")}
     lines = decoders["uncompiled"].lines(texts)

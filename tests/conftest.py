@@ -73,3 +73,18 @@ def forward(model, batch):
 def unpack(loaded):
     """Model, source vocabulary and target vocabulary of a loaded checkpoint."""
     return loaded.model, loaded.vocabs["src"], loaded.tgt_vocab
+
+
+@pytest.fixture
+def graphs():
+    """The graphs torch.compile makes, counted by an eager backend, for a fresh compiler: (the graphs, the
+    backend to give torch.compile)."""
+    torch._dynamo.reset()
+    made = []
+
+    def backend(graph, example_inputs):
+        made.append(graph)
+        return graph.forward
+    yield made, backend
+    torch._dynamo.reset()
+

@@ -18,20 +18,12 @@ SHAPES = [((6, 2, 5), (3, 6, 1), (4, 4, 4), (6, 2, 1)), ((9, 4), (2, 2), (5, 3),
 ONCE = [arch for arch in model_names() if tiny(arch).compiles_once]
 
 
-@pytest.fixture
-def graphs(monkeypatch):
-    """The graphs torch.compile makes (an eager backend that counts them), for a fresh compiler."""
-    monkeypatch.setattr(shape_config, "use_duck_shape", True)  # (PyTorch's defaults, restored after the test)
+@pytest.fixture(autouse=True)
+def pytorch_defaults(monkeypatch):
+    """PyTorch's own settings, which compiled() changes, restored after each test."""
+    monkeypatch.setattr(shape_config, "use_duck_shape", True)
     monkeypatch.setattr(inductor_config, "shape_padding", True)
     monkeypatch.setattr(inductor_config.triton, "mix_order_reduction", True)
-    torch._dynamo.reset()
-    made = []
-
-    def backend(graph, example_inputs):
-        made.append(graph)
-        return graph.forward
-    yield made, backend
-    torch._dynamo.reset()
 
 
 def test_inductor_makes_no_choice_by_a_batch_size(graphs):

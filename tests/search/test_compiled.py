@@ -17,19 +17,6 @@ from tests.models.decoding import step_by_step
 from tests.models.test_contract import ARCHS, batch, tiny
 
 
-@pytest.fixture
-def graphs():
-    """The graphs torch.compile makes, counted by an eager backend, for a fresh compiler."""
-    torch._dynamo.reset()
-    made = []
-
-    def backend(graph, example_inputs):
-        made.append(graph)
-        return graph.forward
-    yield made, backend
-    torch._dynamo.reset()
-
-
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_architecture_compiles_its_decoding_step_and_decodes_as_uncompiled(graphs, arch):
     made, backend = graphs
