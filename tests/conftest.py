@@ -87,4 +87,3 @@ def graphs():
         return graph.forward
     yield made, backend
     torch._dynamo.reset()
-

@@ -20,6 +20,17 @@ if TYPE_CHECKING:
     from nmtkit.decoding import Decoder, DecodeSettings, SourceMaker
     from nmtkit.search.translator import LineResult
 
+#: options of decoding that ``serve`` takes too
+DEVICE_OPTION = click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True,
+                             help="cpu, cuda, cuda:N, mps or auto")
+PRECISION = click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
+                         help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: "
+                              "GPUs, CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)")
+COMPILE = click.option("--compile", is_flag=True,
+                       help="compile the decoding step with torch.compile: faster steps after a compilation of seconds "
+                            "to a minute, which translate and caption pay at every run (for very long inputs) and "
+                            "serve once, before it listens (docs/translate.md)")
+
 #: the options of every command that decodes lines with a model (``translate``, ``caption``)
 DECODING_OPTIONS = [
     click.option("-m", "--model", "model_paths", required=True, multiple=True, type=ReadFile(),
@@ -60,15 +71,11 @@ DECODING_OPTIONS = [
                       "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
                       "search with dynamic beam allocation"),
     click.option("--attention-out", type=WriteFile(), help="write tokens and attention weights to this HDF5 file"),
-    click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N, mps or auto"),
-    click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
-                 help="arithmetic: fp32 (TF32 matrix products on CUDA GPUs that have them); bf16 (autocast: GPUs, "
-                      "CPUs with AVX512-BF16); int8 (quantised linear layers, CPU)"),
+    DEVICE_OPTION,
+    PRECISION,
     click.option("--threads", type=setting("threads"), default=0, show_default=True,
                  help="CPU threads (0: PyTorch's default)"),
-    click.option("--compile", is_flag=True,
-                 help="compile the decoding step with torch.compile: faster steps after a compilation of seconds to "
-                      "a minute, paid at every run; for very long inputs (docs/translate.md)"),
+    COMPILE,
     click.option("--flush", is_flag=True, help="decode and write each line as soon as it arrives, to serve a pipe as "
                                                "a co-process [default when stdin is a terminal]"),
 ]

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
+from nmtkit.cli.decoding import COMPILE, DEVICE_OPTION, PRECISION
 from nmtkit.cli.options import Checked, setting
 from nmtkit.cli.paths import Command
-from nmtkit.config import DEVICE, POSITIVE, Range
+from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -50,7 +51,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--max-len-b", type=setting("max_len_b"), default=10, show_default=True, help="output length limit a·|x| + b: b")
 @click.option("--max-input-len", type=setting("max_input_len"), default=250, show_default=True,
               help="truncate longer inputs (tokens), with a warning in the server's log")
-@click.option("--max-batch", type=Checked(int, POSITIVE), default=32, show_default=True,
+@click.option("--max-batch", type=setting("batch_size"), default=32, show_default=True,
               help="the most lines decoded together: requests arriving together share a batch up to this")
 @click.option("--max-wait-ms", type=Checked(float, Range(0, 10_000)), default=5.0, show_default=True,
               help="how long a request waits for others to share its batch")
@@ -63,18 +64,16 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="lines per request at most (more: 413)")
 @click.option("--max-chars", type=Checked(int, POSITIVE), default=100_000, show_default=True,
               help="characters per request at most (more: 413)")
-@click.option("--device", type=Checked(str, DEVICE), default="auto", show_default=True, help="cpu, cuda, cuda:N, mps or auto")
-@click.option("--precision", type=click.Choice(["fp32", "bf16", "int8"]), default="fp32", show_default=True,
-              help="arithmetic, as translate --precision")
+@DEVICE_OPTION
+@PRECISION
 @click.option("--threads", type=setting("threads"), default=0, show_default=True,
               help="CPU threads of each decoding process (0: PyTorch's default, shared among the --workers)")
-@click.option("--compile", "compile_step", is_flag=True,
-              help="compile the decoding step with torch.compile (as translate --compile), before the server listens")
+@COMPILE
 @click.option("--workers", type=Checked(int, Range(1, 64)), default=1, show_default=True,
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "
                    "(docs/serve.md: when it pays)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            continuous, queue_size, max_lines, max_chars, device, precision, threads, compile_step, workers):
+            continuous, queue_size, max_lines, max_chars, device, precision, threads, compile, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
@@ -103,11 +102,11 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         settings[name] = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty,
                                         max_len_a=max_len_a, max_len_b=max_len_b, max_input_len=max_input_len,
                                         batch_size=max_batch, device=device, precision=precision, threads=threads,
-                                        prefix=True, constraints=True, compile=compile_step)
+                                        prefix=True, constraints=True, compile=compile)
         reader = settings[name] if workers == 1 else replace(settings[name], device="cpu", compile=False)  # (workers decode)
         decoders[name] = Decoder(reader, name=f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
-        if compile_step and workers == 1:
+        if compile and workers == 1:
             log(f"{name}: compiling its decoding step (torch.compile) before serving")
             started = time.perf_counter()
             if decoders[name].warm_up(continuous):
@@ -115,7 +114,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
     pool = WorkerPool(settings, workers) if workers > 1 else None
     if pool:
         log(f"{workers} decoding processes of {threads} thread(s) each"
-            f"{', each compiling its decoding step (torch.compile) before it takes batches' if compile_step else ''}")
+            f"{', each compiling its decoding step (torch.compile) before it takes batches' if compile else ''}")
     try:
         limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
         serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)
