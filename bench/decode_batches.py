@@ -13,6 +13,7 @@ import statistics
 import threading
 import time
 
+import torch
 from served_lines import decoding_parser, first_lines  # (bench/: the script's folder is on the path)
 
 from nmtkit.decoding import Decoder, DecodeSettings
@@ -39,10 +40,10 @@ def carried() -> str:
 
 def widths(search: BeamSearch) -> tuple[int, int, float, int, float]:
     """Of a running search's step: live sentences; input positions per row, padded and real (the first mask of
-    the state); target memory positions per row, padded and the row's own (0 for a model without one)."""
+    the state, whatever its shape: ``[B, S]`` for the RNNs, ``[B, 1, 1, S]`` for the Transformers); target memory
+    positions per row, padded and the row's own (0 for a model whose state declares no growing tensor)."""
     state = search.state
-    mask = next(t for name, t in state.tensors.items() if t.dtype.is_floating_point is False and t.dim() == 2
-                and name in state.static)
+    mask = next(t.flatten(1) for name, t in state.tensors.items() if t.dtype == torch.bool and name in state.static)
     grown = next((state[name].size(1) for name in sorted(state.grows)), 0)
     own = float(search.age.float().mean()) if grown else 0.0
     return search.size, mask.size(1), float(mask.sum(1).float().mean()), grown, own
