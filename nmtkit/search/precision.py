@@ -1,7 +1,7 @@
 """Numeric precision for decoding: fp32, bf16 (autocast) or int8 (dynamically quantised linear layers).
 
 fp32 on a CPU packs the weights of the linear layers once for oneDNN's matrix kernels
-(:class:`PackedLinear`), the same arithmetic at a lower cost per decoding step.
+(:class:`PackedLinear`, the layers large enough for it to pay), the same arithmetic at a lower cost per decoding step.
 
 bf16 runs matrix products in bfloat16 through ``torch.autocast`` (fast on GPUs and on CPUs with
 AVX512-BF16 or AMX); int8 replaces every ``nn.Linear`` with more than one output with PyTorch's dynamically quantised
@@ -25,23 +25,45 @@ PRECISIONS = ("fp32", "bf16", "int8")
 
 class PackedLinear(nn.Module):
     """An ``nn.Linear`` for fp32 inference on CPUs, its weight laid out once for oneDNN's matrix kernels (the
-    private ops that ``torch.compile`` uses for frozen linear layers). On the 2-512 rows of a decoding step they
-    beat PyTorch's plain ``linear``, which multiplies by the unpacked weight; a single row, or the many rows of an
-    encoder, go the plain way, where the packed kernel is slower (``bench/README.md``, issue 14). ``weight`` and
-    ``bias`` stay, shared with the model, for code that reads them; training (gradients on) goes the plain way."""
+    private ops that ``torch.compile`` uses for frozen linear layers). The packed kernel costs more per call than
+    PyTorch's plain ``linear`` and less per multiply-add: it pays from a number of rows that falls as the weight
+    grows (:attr:`FROM_ROWS`), up to a decoding step's 512; a single row, the few rows of a small layer, or the many
+    rows of an encoder go the plain way (``bench/README.md``, issues 14 and 34). ``weight`` and ``bias`` stay,
+    shared with the model, for code that reads them; training (gradients on) goes the plain way."""
 
-    ROWS = range(2, 513)
+    #: (fewest weights, fewest rows), largest first: a layer of at least that many weights takes the packed kernel
+    #: from that many rows on (measured by ``bench/search_kernels.py``); a smaller layer is not packed
+    FROM_ROWS = ((1 << 20, 5), (1 << 17, 16))
+    MOST_ROWS = 512
 
     def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor]):
         super().__init__()
         self.out_features, self.in_features = weight.shape
         self.weight, self.bias = weight, bias
+        self.rows = range(fewest_packed_rows(weight), self.MOST_ROWS + 1)
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())  # not a parameter: not saved
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.numel() // self.in_features in self.ROWS and not torch.is_grad_enabled():
-            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        if x.numel() // self.in_features in self.rows and not torch.is_grad_enabled():
+            return packed_product(x, self.packed, self.bias)
         return F.linear(x, self.weight, self.bias)
+
+
+def fewest_packed_rows(weight: torch.Tensor) -> int:
+    """The rows from which a layer of ``weight`` multiplies faster packed (:attr:`PackedLinear.FROM_ROWS`; past
+    :attr:`PackedLinear.MOST_ROWS` where packing never pays)."""
+    return next((rows for weights, rows in PackedLinear.FROM_ROWS if weight.numel() >= weights),
+                PackedLinear.MOST_ROWS + 1)
+
+
+def worth_packing(weight: torch.Tensor) -> bool:
+    """Whether a layer of ``weight`` multiplies faster packed at some rows of a decoding step."""
+    return fewest_packed_rows(weight) <= PackedLinear.MOST_ROWS
+
+
+def packed_product(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """``x`` times a weight packed by oneDNN, plus ``bias``."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
 def packable() -> bool:
@@ -56,8 +78,11 @@ def matrix_layers(model: nn.Module) -> dict[str, nn.Linear]:
 
 
 def pack_linears(model: nn.Module) -> nn.Module:
-    """``model`` with every :func:`matrix_layers` layer replaced, in place, by a :class:`PackedLinear`."""
+    """``model`` with every :func:`matrix_layers` layer :func:`worth_packing` replaced, in place, by a
+    :class:`PackedLinear`."""
     for name, layer in matrix_layers(model).items():
+        if not worth_packing(layer.weight):
+            continue
         parent, _, attribute = name.rpartition(".")
         setattr(model.get_submodule(parent), attribute, PackedLinear(layer.weight, layer.bias))
     return model

@@ -26,7 +26,7 @@ from nmtkit.data.vocab import SPECIALS, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
 from nmtkit.models.state import DecoderState
-from nmtkit.search.precision import PackedLinear
+from nmtkit.search.precision import PackedLinear, worth_packing
 from nmtkit.search.wrapped import Wrapped
 
 
@@ -65,8 +65,8 @@ class Shortlist:
 
 class ShortlistedLinear(nn.Module):
     """An output layer that computes the rows of a batch's shortlist only while :attr:`active` (their weights copied
-    once a batch by :meth:`restrict`, and packed for oneDNN's kernels when the wrapped layer is: see
-    :class:`PackedLinear`), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
+    once a batch by :meth:`restrict`, and packed for oneDNN's kernels when the wrapped layer is and the copy is large
+    enough: see :class:`PackedLinear`), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
 
     def __init__(self, layer: nn.Module, weight: torch.Tensor, bias: Optional[torch.Tensor]):
         super().__init__()
@@ -80,7 +80,8 @@ class ShortlistedLinear(nn.Module):
         """The rows to compute while active, from now on."""
         self.weight = self.full_weight.detach().index_select(0, rows)
         self.bias = None if self.full_bias is None else self.full_bias.detach().index_select(0, rows)
-        self.packed = PackedLinear(self.weight, self.bias) if isinstance(self.layer, PackedLinear) else None
+        packs = isinstance(self.layer, PackedLinear) and worth_packing(self.weight)
+        self.packed = PackedLinear(self.weight, self.bias) if packs else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.active or self.weight is None:

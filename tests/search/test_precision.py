@@ -9,6 +9,7 @@ from nmtkit.data.batching import make_batch
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import load_model
 from nmtkit.models import model_names
+from nmtkit.search import precision
 from nmtkit.search.beam import beam_search
 from nmtkit.search.precision import PackedLinear, for_inference, packable
 from tests.conftest import run, unpack
@@ -20,9 +21,23 @@ from tests.models.test_transformer import batch, model
 needs_packing = pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
 
 
+@pytest.fixture
+def products(monkeypatch):
+    """The rows of each product through a packed weight, as they happen."""
+    rows = []
+
+    def counted(x, packed, bias):
+        rows.append(x.numel() // x.size(-1))
+        return product(x, packed, bias)
+    product = precision.packed_product
+    monkeypatch.setattr(precision, "packed_product", counted)
+    return rows
+
+
 @needs_packing
 @pytest.mark.parametrize("bias", [True, False])
-def test_a_packed_linear_layer_computes_the_plain_one(bias):
+def test_a_packed_linear_layer_computes_the_plain_one(bias, products, monkeypatch):
+    monkeypatch.setattr(PackedLinear, "FROM_ROWS", ((0, 2),))  # (a layer this small would not be packed)
     torch.manual_seed(0)
     plain = torch.nn.Linear(24, 40, bias=bias)
     packed = PackedLinear(plain.weight, plain.bias)
@@ -31,10 +46,26 @@ def test_a_packed_linear_layer_computes_the_plain_one(bias):
         for shape in [(1, 24), (5, 24), (3, 7, 24), (600, 24)]:  # one row and many go the plain way
             x = torch.randn(shape)
             torch.testing.assert_close(packed(x), plain(x), atol=1e-5, rtol=1e-5)
+    assert products == [5, 21]
 
 
 @needs_packing
-def test_fp32_decoding_on_cpus_packs_the_linear_layers_and_finds_the_same_hypotheses():
+def test_layers_are_packed_by_size_and_multiply_packed_from_the_rows_where_it_pays(products):
+    layers = torch.nn.ModuleDict({"small": torch.nn.Linear(256, 256), "middle": torch.nn.Linear(256, 768),
+                                  "output": torch.nn.Linear(256, 8001), "vector": torch.nn.Linear(256, 1)})
+    fast, _ = for_inference(layers, "fp32", torch.device("cpu"))
+    assert [name for name, layer in fast.items() if isinstance(layer, PackedLinear)] == ["middle", "output"]
+    with torch.no_grad():
+        for rows in (1, 4, 5, 15, 16, 512, 513):
+            products.clear()
+            fast["middle"](torch.randn(rows, 256))
+            fast["output"](torch.randn(rows, 256))
+            assert products == [rows] * ((16 <= rows <= 512) + (5 <= rows <= 512)), rows
+
+
+@needs_packing
+def test_fp32_decoding_on_cpus_packs_the_linear_layers_and_finds_the_same_hypotheses(products, monkeypatch):
+    monkeypatch.setattr(PackedLinear, "FROM_ROWS", ((0, 2),))  # (every layer of a tiny model, from 2 rows)
     m, b = model(), batch()
     fast, _ = for_inference(copy.deepcopy(m), "fp32", torch.device("cpu"))
     packed = [name for name, layer in fast.named_modules() if isinstance(layer, PackedLinear)]
@@ -44,6 +75,7 @@ def test_fp32_decoding_on_cpus_packs_the_linear_layers_and_finds_the_same_hypoth
         for x, y in zip(beam_search(m, b, beam_size=3, n_best=3), beam_search(fast, b, beam_size=3, n_best=3)):
             assert [h.tokens for h in x] == [h.tokens for h in y]
             assert [h.score for h in x] == pytest.approx([h.score for h in y], abs=1e-4)
+    assert products
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
@@ -83,8 +115,8 @@ def test_int8_quantises_every_matrix_layer_the_output_layer_included(arch):
 
 
 def test_cli_and_errors(trained_ckpt):
-    for precision in ("bf16", "int8"):
-        r = run(["translate", "-m", trained_ckpt, "--precision", precision], input="forty-two\n\none\n")
+    for arithmetic in ("bf16", "int8"):
+        r = run(["translate", "-m", trained_ckpt, "--precision", arithmetic], input="forty-two\n\none\n")
         assert len(r.stdout.split("\n")) == 4
     with pytest.raises(NmtkitError, match="int8 runs on the CPU only"):
         for_inference(torch.nn.Linear(2, 2), "int8", torch.device("cuda"))

@@ -13,7 +13,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.search.ensemble import Ensemble
-from nmtkit.search.precision import for_inference, packable
+from nmtkit.search.precision import PackedLinear, for_inference, packable
 from nmtkit.search.shortlist import Shortlist, Shortlisted, ShortlistedLinear
 from nmtkit.search.translator import SearchOptions, search_batch
 from nmtkit.tools.lexicon import load_translations
@@ -109,13 +109,26 @@ def test_each_model_of_an_ensemble_has_its_output_layer_restricted():
 
 
 @pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
-def test_a_shortlisted_model_packed_for_cpus_decodes_the_same():
+def test_a_shortlisted_model_packed_for_cpus_decodes_the_same(monkeypatch):
+    monkeypatch.setattr(PackedLinear, "FROM_ROWS", ((0, 2),))  # (a tiny model's layers would not be packed)
     m, src = model("rnnsearch", seed=2), sources(8)
     shortlist = Shortlist(table(best=3), torch.arange(8))
     plain = Shortlisted(copy.deepcopy(m), shortlist, V_TGT)
     packed, _ = for_inference(Shortlisted(copy.deepcopy(m), shortlist, V_TGT), "fp32", torch.device("cpu"))
     for a, b in zip(decode(plain, src), decode(packed, src), strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]
+    assert isinstance(packed.model.decoder.readout.output.packed, PackedLinear)
+
+
+@pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
+def test_a_shortlist_s_copy_of_a_packed_output_layer_is_packed_only_if_large_enough(monkeypatch):
+    monkeypatch.setattr(PackedLinear, "FROM_ROWS", ((600, 2),))  # (the output layer has 640 weights, its copy 576)
+    m, src = model("rnnsearch", seed=2), sources(8)
+    packed, _ = for_inference(Shortlisted(m, Shortlist(table(best=3), torch.arange(8)), V_TGT), "fp32",
+                              torch.device("cpu"))
+    decode(packed, src)
+    output = packed.model.decoder.readout.output
+    assert isinstance(output.layer, PackedLinear) and output.weight.numel() < 600 and output.packed is None
 
 
 def test_the_search_itself_sees_positions_and_encode_the_whole_vocabulary():
