@@ -63,8 +63,16 @@ class MultiHeadAttention(nn.Module):
     def attend_memory(self, x: torch.Tensor, keys_values: tuple[torch.Tensor, torch.Tensor],
                       mask: Optional[torch.Tensor], weights: bool = False, head: Optional[int] = None
                       ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Attention of ``x [B, T, d]`` over a memory's :meth:`keys_values`."""
-        return self.attend(self._split(self.q(x)), *keys_values, mask, weights, head)
+        """Attention of ``x [R, T, d]`` over a memory's :meth:`keys_values` and ``mask`` of ``B`` sentences: ``R =
+        B`` (one row a sentence) or a multiple (each ``R // B`` consecutive rows a sentence's, e.g. a beam's
+        hypotheses: :attr:`nmtkit.models.state.DecoderState.beams`), whose queries then read their memory together."""
+        q, rows, steps = self._split(self.q(x)), x.size(0), x.size(1)
+        sentences = keys_values[0].size(0)
+        if rows == sentences:
+            return self.attend(q, *keys_values, mask, weights, head)
+        q = q.unflatten(0, (sentences, -1)).transpose(1, 2).flatten(2, 3)  # [B, h, (R / B) T, d_head]
+        out, w = self.attend(q, *keys_values, mask, weights, head)
+        return out.reshape(rows, steps, -1), None if w is None else w.reshape(rows, steps, -1)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], weights: bool,
                head: Optional[int] = None, causal: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:

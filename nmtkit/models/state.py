@@ -25,14 +25,21 @@ class DecoderState:
     Tensors named in ``grows`` gain one position per step along dimension 1 (a target memory, key/value caches):
     what :meth:`merged` pads on the left, where every other tensor is padded on the right (source positions, whose
     masks are True at real positions).
+
+    ``beams`` > 1: the rows come in consecutive groups of that many, each one sentence's (a beam search's
+    hypotheses), so a decoder may read a static tensor once per sentence (``t[::beams]``) instead of once per row.
+    The search that lays rows out so says it (:meth:`grouped`); :meth:`replace` and a reorder within sentences keep
+    it, any other reorder ends it (1), and a state built anew has none.
     """
 
-    __slots__ = ("tensors", "static", "grows")
+    __slots__ = ("tensors", "static", "grows", "beams")
 
-    def __init__(self, tensors: Mapping[str, torch.Tensor], static: Iterable[str] = (), grows: Iterable[str] = ()):
+    def __init__(self, tensors: Mapping[str, torch.Tensor], static: Iterable[str] = (), grows: Iterable[str] = (),
+                 beams: int = 1):
         self.tensors = dict(tensors)
         self.static = frozenset(static)
         self.grows = frozenset(grows)
+        self.beams = beams
 
     def __getitem__(self, name: str) -> torch.Tensor:
         return self.tensors[name]
@@ -42,7 +49,11 @@ class DecoderState:
 
     def replace(self, **updates: torch.Tensor) -> "DecoderState":
         """A new state with some tensors replaced or added."""
-        return DecoderState({**self.tensors, **updates}, self.static, self.grows)
+        return DecoderState({**self.tensors, **updates}, self.static, self.grows, self.beams)
+
+    def grouped(self, beams: int) -> "DecoderState":
+        """The state, its rows said to come in consecutive groups of ``beams`` per sentence (see the class)."""
+        return DecoderState(self.tensors, self.static, self.grows, beams)
 
     def reorder(self, index: torch.Tensor, within_sentences: bool = False) -> "DecoderState":
         """Select rows ``index`` of every tensor: follow beam back-pointers, drop finished sentences.
@@ -51,7 +62,8 @@ class DecoderState:
         same sentence, so static tensors are kept as they are.
         """
         return DecoderState({k: v if within_sentences and k in self.static else v.index_select(0, index)
-                             for k, v in self.tensors.items()}, self.static, self.grows)
+                             for k, v in self.tensors.items()}, self.static, self.grows,
+                            self.beams if within_sentences else 1)
 
     @staticmethod
     def merged(states: Sequence["DecoderState"]) -> "DecoderState":
@@ -80,7 +92,8 @@ class DecoderState:
                     pad += [short, 0] if name in first.grows and d == 1 else [0, short]
                 padded.append(F.pad(p, pad) if any(pad) else p)
             tensors[name] = torch.cat(padded)
-        return DecoderState(tensors, first.static, first.grows)
+        beams = first.beams if all(s.beams == first.beams for s in states) else 1
+        return DecoderState(tensors, first.static, first.grows, beams)
 
     def starts(self) -> torch.Tensor:
         """Each row's :data:`START` (zeros for a state never merged)."""
@@ -98,7 +111,7 @@ class DecoderState:
         if not unused:
             return self
         return DecoderState({**{n: t[:, unused:] if n in self.grows else t for n, t in self.tensors.items()},
-                             START: self[START] - unused}, self.static, self.grows)
+                             START: self[START] - unused}, self.static, self.grows, self.beams)
 
     @property
     def batch_size(self) -> int:

@@ -206,11 +206,11 @@ class DecoderStack(nn.Module):
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[Weights]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
-        shown, updates = None, {}
-        masks = tuple(state[f"{self.prefix}mask{j}"] for j in range(self.layers[0].memory_masks))
+        shown, updates, once = None, {}, state.beams  # (the memory read once per sentence: its every beams-th row)
+        masks = tuple(state[f"{self.prefix}mask{j}"][::once] for j in range(self.layers[0].memory_masks))
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
-            y, w, (k, v) = layer(y, tuple(state[n] for n in names), masks, cache=(state[self_k], state[self_v]),
+            y, w, (k, v) = layer(y, tuple(state[n][::once] for n in names), masks, cache=(state[self_k], state[self_v]),
                                  weights=self._shows(i, weights), head=self.shown_head)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v

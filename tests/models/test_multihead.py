@@ -78,3 +78,21 @@ def test_an_encoders_self_attention_hides_its_padding():
     got, _ = att.self_attend(x, mask)
     real = torch.arange(5) < lengths[:, None]
     assert_close(got[real], want[real], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@torch.no_grad()
+def test_rows_that_share_a_sentence_read_its_memory_together_as_each_would_alone(weights):
+    # 2 sentences × 3 rows (a beam's hypotheses): the memory and mask given once per sentence
+    torch.manual_seed(0)
+    att = MultiHeadAttention(D, HEADS, self_attention=False).eval()
+    x, memory = torch.randn(6, 1, D), torch.randn(2, 7, D)
+    mask = (torch.arange(7) < torch.tensor([7, 4])[:, None])[:, None, None, :]
+    k, v = att.keys_values(memory)
+    per_row = att.attend_memory(x, (k.repeat_interleave(3, 0), v.repeat_interleave(3, 0)),
+                                mask.repeat_interleave(3, 0), weights)
+    together = att.attend_memory(x, (k, v), mask, weights)
+    assert_close(together[0], per_row[0])
+    if weights:
+        assert together[1].shape == (6, 1, 7) and (together[1][3:, :, 4:] == 0).all()
+        assert_close(together[1], per_row[1])

@@ -4,7 +4,10 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import EOS
+from nmtkit.models.multihead import MultiHeadAttention
+from nmtkit.models.state import DecoderState
 from nmtkit.search import beam_search, greedy_search
+from tests.models.test_contract import ARCHS, batch, tiny
 from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
 
@@ -104,3 +107,27 @@ def test_a_step_reads_the_device_once_until_hypotheses_finish():
     assert len(reads.steps) == limit([4, 5, 6, 7], 1.5, 2) + 1
     assert reads.steps[:-1] == [1] * (len(reads.steps) - 1)
     assert reads.steps[-1] > 1
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, monkeypatch):
+    m, b = tiny(arch), batch()
+    shared = []
+
+    def attend_memory(att, x, keys_values, *rest):  # (records whether rows shared a sentence's memory)
+        shared.append(x.size(0) != keys_values[0].size(0))
+        return attend(att, x, keys_values, *rest)
+    attend = MultiHeadAttention.attend_memory
+    monkeypatch.setattr(MultiHeadAttention, "attend_memory", attend_memory)
+    with torch.no_grad():
+        grouped = beam_search(m, b, beam_size=3, n_best=3, attention=True)
+        monkeypatch.setattr(DecoderState, "grouped", lambda state, beams: state)  # every row its own memory
+        shared_before, shared[:] = list(shared), []
+        per_row = beam_search(m, b, beam_size=3, n_best=3, attention=True)
+    assert any(shared_before) == ("transformer" in arch) and not any(shared)
+    for want, got in zip(per_row, grouped, strict=True):
+        assert [h.tokens for h in got] == [h.tokens for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        for h, g in zip(want, got):
+            for name in h.attention:
+                torch.testing.assert_close(g.attention[name], h.attention[name], atol=1e-5, rtol=1e-5)
