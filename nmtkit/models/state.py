@@ -28,8 +28,8 @@ class DecoderState:
 
     ``beams`` > 1: the rows come in consecutive groups of that many, each one sentence's (a beam search's
     hypotheses), so a decoder may read a static tensor once per sentence (``t[::beams]``) instead of once per row.
-    The search that lays rows out so says it (:meth:`grouped`); :meth:`replace` and a reorder within sentences keep
-    it, any other reorder ends it (1), and a state built anew has none.
+    The search that lays rows out so says it as it reorders them (:meth:`reorder`'s ``beams``); :meth:`replace`
+    keeps it, a wrapper that builds its model's state anew passes it on, and a state built otherwise has 1.
     """
 
     __slots__ = ("tensors", "static", "grows", "beams")
@@ -51,19 +51,15 @@ class DecoderState:
         """A new state with some tensors replaced or added."""
         return DecoderState({**self.tensors, **updates}, self.static, self.grows, self.beams)
 
-    def grouped(self, beams: int) -> "DecoderState":
-        """The state, its rows said to come in consecutive groups of ``beams`` per sentence (see the class)."""
-        return DecoderState(self.tensors, self.static, self.grows, beams)
-
-    def reorder(self, index: torch.Tensor, within_sentences: bool = False) -> "DecoderState":
+    def reorder(self, index: torch.Tensor, within_sentences: bool = False, beams: int = 1) -> "DecoderState":
         """Select rows ``index`` of every tensor: follow beam back-pointers, drop finished sentences.
 
         With ``within_sentences`` the caller promises that every row moves to a row of the
-        same sentence, so static tensors are kept as they are.
+        same sentence, so static tensors are kept as they are; with ``beams``, that the new rows come in
+        consecutive groups of that many per sentence (see the class).
         """
         return DecoderState({k: v if within_sentences and k in self.static else v.index_select(0, index)
-                             for k, v in self.tensors.items()}, self.static, self.grows,
-                            self.beams if within_sentences else 1)
+                             for k, v in self.tensors.items()}, self.static, self.grows, beams)
 
     @staticmethod
     def merged(states: Sequence["DecoderState"]) -> "DecoderState":

@@ -51,7 +51,7 @@ class BeamSearch:
         """Bring the sentences of ``batch`` (on the model's device) into the search, tagged ``tags``."""
         n, k = batch.size, self.k
         device = batch.device
-        state = self.model.encode(batch).reorder(torch.arange(n, device=device).repeat_interleave(k)).grouped(k)
+        state = self.model.encode(batch).reorder(torch.arange(n, device=device).repeat_interleave(k), beams=k)
         limit = output_lengths(self.model, batch, self.max_len_a, self.max_len_b)
         numbers = torch.arange(self.added, self.added + n, device=device)
         scores = torch.full((n, k), -torch.inf, device=device)
@@ -130,7 +130,7 @@ class BeamSearch:
             self.slack = int((self.limit - self.age).min()) if keep.numel() else 0
         rows, prev = rows.view(-1), prev.view(-1)
         self.tokens = torch.cat([self.tokens[rows], prev.unsqueeze(1)], 1)
-        self.state = state.reorder(rows, within_sentences=not any_done).grouped(k)  # (k rows a sentence, always)
+        self.state = state.reorder(rows, within_sentences=not any_done, beams=k)  # (k rows a sentence, always)
         self.history = {name: h[rows] for name, h in self.history.items()}
         self.scores, self.prev = scores, prev
         return ended

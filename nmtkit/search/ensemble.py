@@ -86,7 +86,7 @@ class Ensemble(Seq2Seq):
         for name, t in state.tensors.items():
             k, _, own = name.partition(".")
             parts[int(k)][own] = t
-        return [DecoderState(p) for p in parts]  # (which are static matters to the ensemble's reorder only)
+        return [DecoderState(p, beams=state.beams) for p in parts]  # (which are static matters to the reorder only)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         total: Optional[torch.Tensor] = None

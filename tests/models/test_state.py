@@ -48,11 +48,11 @@ def test_merged_refuses_states_of_different_decoders():
         DecoderState.merged([DecoderState({"h": torch.zeros(1, 1)}), DecoderState({"c": torch.zeros(1, 1)})])
 
 
-def test_rows_grouped_by_sentence_stay_so_only_where_the_rows_stay_within_their_sentences():
+def test_rows_are_grouped_by_sentence_where_the_reordering_caller_says_so():
     s = DecoderState({"h": torch.arange(4.0), "m": torch.tensor([1.0, 1.0, 2.0, 2.0])}, static={"m"})
-    assert s.beams == 1 and s.grouped(2).beams == 2
-    g = s.grouped(2)
+    g = s.reorder(torch.tensor([1, 1, 3, 2]), within_sentences=True, beams=2)
+    assert s.beams == 1 and g.beams == 2
     assert g.replace(h=torch.zeros(4)).beams == 2 and g.trimmed().beams == 2
-    assert g.reorder(torch.tensor([1, 1, 3, 2]), within_sentences=True).beams == 2
-    assert g.reorder(torch.tensor([2, 3])).beams == 1  # (the caller says again what holds)
+    assert g.reorder(torch.tensor([2, 3])).beams == 1  # (each reorder says again what holds)
+    assert g.reorder(torch.tensor([1, 0]), within_sentences=True).beams == 1
     assert DecoderState.merged([g, g]).beams == 2 and DecoderState.merged([g, s]).beams == 1

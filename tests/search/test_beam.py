@@ -7,6 +7,7 @@ from nmtkit.data.vocab import EOS
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.state import DecoderState
 from nmtkit.search import beam_search, greedy_search
+from nmtkit.search.ensemble import Ensemble
 from tests.models.test_contract import ARCHS, batch, tiny
 from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
@@ -109,22 +110,31 @@ def test_a_step_reads_the_device_once_until_hypotheses_finish():
     assert reads.steps[-1] > 1
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", [*ARCHS, "ensemble of two transformers"])
 def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, monkeypatch):
-    m, b = tiny(arch), batch()
-    shared = []
+    m, b = tiny(arch) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
+                                                     [0.5, 0.5], [{"src": "src"}] * 2), batch()
+    shared, beams = [], []
 
     def attend_memory(att, x, keys_values, *rest):  # (records whether rows shared a sentence's memory)
         shared.append(x.size(0) != keys_values[0].size(0))
         return attend(att, x, keys_values, *rest)
     attend = MultiHeadAttention.attend_memory
     monkeypatch.setattr(MultiHeadAttention, "attend_memory", attend_memory)
+
+    def decode_step(prev, state):  # (records how the rows of every step's state are said to be grouped)
+        beams.append(state.beams)
+        return step(prev, state)
+    step, m.decode_step = m.decode_step, decode_step
     with torch.no_grad():
         grouped = beam_search(m, b, beam_size=3, n_best=3, attention=True)
-        monkeypatch.setattr(DecoderState, "grouped", lambda state, beams: state)  # every row its own memory
-        shared_before, shared[:] = list(shared), []
+        reorder = DecoderState.reorder  # (rows never said to be grouped: every row reads its own memory)
+        monkeypatch.setattr(DecoderState, "reorder", lambda state, index, within_sentences=False, beams=1:
+                            reorder(state, index, within_sentences))
+        shared_before, shared[:], beams_before, beams[:] = list(shared), [], list(beams), []
         per_row = beam_search(m, b, beam_size=3, n_best=3, attention=True)
     assert any(shared_before) == ("transformer" in arch) and not any(shared)
+    assert set(beams_before) == {3} and set(beams) == {1}
     for want, got in zip(per_row, grouped, strict=True):
         assert [h.tokens for h in got] == [h.tokens for h in want]
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
