@@ -14,7 +14,7 @@ import threading
 import time
 
 import torch
-from served_lines import decoding_parser, first_lines  # (bench/: the script's folder is on the path)
+from served_lines import decoding_parser, first_lines, in_batches  # (bench/: the script's folder is on the path)
 
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.search.beam import BeamSearch
@@ -61,8 +61,7 @@ def main() -> None:
     def run(name: str, order: list) -> None:
         SEEN.clear()
         start = time.perf_counter()
-        for k in range(0, len(order), args.batch):
-            list(decoder.translate(order[k:k + args.batch], chunk_size=args.batch))
+        in_batches(decoder, order, args.batch)
         print(f"{name}: {len(order) / (time.perf_counter() - start):.1f} sentences/s; {carried()}", flush=True)
 
     for name, order in (("arrival order", arrival), ("sorted by length", by_length)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from served_lines import decoding_parser, first_lines  # (bench/: the script's folder is on the path)
+from served_lines import decoding_parser, first_lines, in_batches  # (bench/: the script's folder is on the path)
 
 from nmtkit.decoding import Decoder, DecodeSettings
 
@@ -34,8 +34,7 @@ def main() -> None:
         print(f"{name}: first batches {time.perf_counter() - start:.1f} s", flush=True)
 
     def arrival(decoder: Decoder) -> list:
-        return [r for k in range(0, len(lines), args.batch)
-                for r in decoder.translate(lines[k:k + args.batch], chunk_size=args.batch)]
+        return in_batches(decoder, lines, args.batch)
 
     def by_length(decoder: Decoder) -> list:
         return list(decoder.translate(lines))

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from served_lines import first_lines  # (bench/: the script's folder is on the path)
+
 
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100) of ``values``, nearest rank."""
@@ -178,8 +180,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=300, help="seconds per phase at most [default: 300]")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
-    lines = [line.strip() for line in Path(args.input).read_text(encoding="utf-8").splitlines() if line.strip()]
-    lines = lines[:args.lines]
+    lines = first_lines(args.input, args.lines)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         expected, translate_speed = translate_reference(args, lines, work)
