@@ -128,6 +128,8 @@ class MultiSource(RNNDecoding):
                                           balance_encoders, normalise_contexts)
         if combination != "concat":
             self.attention_labels = {"encoders": self.decoder.combination.labels}
+        # flat attends over every encoder's positions in turn, one memory that a merged state would pad at its end
+        self.merges_states = combination != "flat"
         self.dropout = nn.Dropout(dropout)
         self.init_parameters(param_init, [(self.decoder.readout.output, self.tgt_emb)] if tie_embeddings else ())
         for module in self.modules():  # a LayerNorm (image features, hierarchical's contexts) starts as the identity

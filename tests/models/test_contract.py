@@ -73,6 +73,20 @@ def alone(b, i):
 ARCHS = model_names()
 
 
+def combinations() -> list[tuple[str, dict]]:
+    """Every architecture at its defaults, and at each other way it has of combining its encoders' attention (which
+    lays out the memory a decoding state holds)."""
+    found: list[tuple[str, dict]] = []
+    for arch in ARCHS:
+        found.append((arch, {}))
+        found += [(arch, {"combination": c}) for o in get_spec(arch).options if o.name == "combination"
+                  for c in o.choices or () if c != o.default]
+    return found
+
+
+COMBINATIONS = combinations()
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_teacher_forced_forward_equals_step_by_step_decoding(arch):
     assert_forward_equals_steps(tiny(arch), batch(), label=arch)
@@ -157,12 +171,12 @@ def test_a_sentence_is_decoded_alike_alone_and_in_any_batch(arch, beam):
             assert [h.score for h in other] == pytest.approx([h.score for h in together[i]], abs=1e-4)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_sentences_added_to_a_running_search_are_decoded_as_alone_or_refused(arch):
+@pytest.mark.parametrize("arch,over", COMBINATIONS)
+def test_sentences_added_to_a_running_search_are_decoded_as_alone_or_refused(arch, over):
     """Continuous batching: sentences joining a beam search steps after others (longer and shorter inputs, so that
     both source and target positions are padded) get the hypotheses they get alone; a model whose states do not
     merge refuses them."""
-    m, b = tiny(arch), batch()
+    m, b = tiny(arch, **over), batch()
     search = BeamSearch(m, 3, n_best=3, max_len_a=0.0, max_len_b=6)
     search.add(rows_of(b, [2]), [2])
     if not m.merges_states:
@@ -181,6 +195,12 @@ def test_sentences_added_to_a_running_search_are_decoded_as_alone_or_refused(arc
         own = searched(m, alone(b, i), 3)[0]
         assert [h.tokens for h in found[i]] == [h.tokens for h in own], f"{arch}: row {i}"
         assert [h.score for h in found[i]] == pytest.approx([h.score for h in own], abs=1e-4)
+
+
+def test_the_flat_combination_refuses_to_merge_states():
+    """Its one memory of every encoder's positions in turn would be padded at its end, not after each encoder's."""
+    refused = [(arch, over) for arch, over in COMBINATIONS if arch == "multi-source" and not tiny(arch, **over).merges_states]
+    assert refused == [("multi-source", {"combination": "flat"})]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
