@@ -44,7 +44,7 @@ def widths(search: BeamSearch) -> tuple[int, int, float, int, float]:
     positions per row, padded and the row's own (0 for a model whose state declares no growing tensor)."""
     state = search.state
     mask = next(t.flatten(1) for name, t in state.tensors.items() if t.dtype == torch.bool and name in state.static)
-    grown = next((state[name].size(1) for name in sorted(state.grows)), 0)
+    grown = next((state[name].size(-2) for name in sorted(state.grows)), 0)
     own = float(search.age.float().mean()) if grown else 0.0
     return search.size, mask.size(1), float(mask.sum(1).float().mean()), grown, own
 

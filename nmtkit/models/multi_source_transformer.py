@@ -179,6 +179,8 @@ class MultiSourceTransformer(Transformer):
             for n, (kind, size) in list(streams.items())[1:]})
         if combination in ("flat", "hierarchical"):
             self.attention_labels = {"encoders": names}
+        # flat attends over every encoder's positions in turn, one memory that a merged state would pad at its end
+        self.merges_states = combination != "flat"
         self._init_parameters(self.tie)
 
     def decoder_layer(self, *layer_args) -> DecoderLayer:

@@ -22,9 +22,9 @@ class DecoderState:
     masks): all beams of a sentence hold the same rows, so a reorder that keeps every row
     within its sentence (a beam step) leaves them alone instead of copying them.
 
-    Tensors named in ``grows`` gain one position per step along dimension 1 (a target memory, key/value caches):
-    what :meth:`merged` pads on the left, where every other tensor is padded on the right (source positions, whose
-    masks are True at real positions).
+    Tensors named in ``grows`` gain one position per step along their second-last dimension (a target memory
+    ``[B, T, H]``, key/value caches ``[B, heads, T, d_head]``): what :meth:`merged` pads on the left, where every
+    other tensor is padded on the right (source positions, whose masks are True at real positions).
 
     ``beams`` > 1: the rows come in consecutive groups of that many, each one sentence's (a beam search's
     hypotheses), so a decoder may read a static tensor once per sentence (``t[::beams]``) instead of once per row.
@@ -74,7 +74,7 @@ class DecoderState:
             raise ValueError("states of different decoders do not merge")
         if first.grows:
             states = [s.trimmed() for s in states]
-        grown = [next((s[n].size(1) for n in sorted(s.grows)), 0) for s in states]
+        grown = [next((s[n].size(-2) for n in sorted(s.grows)), 0) for s in states]
         steps = max(grown)
         tensors = {START: torch.cat([s.starts() + (steps - g) for s, g in zip(states, grown)])} if first.grows else {}
         for name in names:
@@ -85,7 +85,7 @@ class DecoderState:
                 pad: list[int] = []
                 for d in reversed(range(1, p.dim())):  # (F.pad's order: the last dimension first)
                     short = sizes[d] - p.size(d)
-                    pad += [short, 0] if name in first.grows and d == 1 else [0, short]
+                    pad += [short, 0] if name in first.grows and d == p.dim() - 2 else [0, short]
                 padded.append(F.pad(p, pad) if any(pad) else p)
             tensors[name] = torch.cat(padded)
         beams = first.beams if all(s.beams == first.beams for s in states) else 1
@@ -106,7 +106,7 @@ class DecoderState:
         unused = int(self[START].min())
         if not unused:
             return self
-        return DecoderState({**{n: t[:, unused:] if n in self.grows else t for n, t in self.tensors.items()},
+        return DecoderState({**{n: t[..., unused:, :] if n in self.grows else t for n, t in self.tensors.items()},
                              START: self[START] - unused}, self.static, self.grows, self.beams)
 
     @property

@@ -9,7 +9,8 @@ added to sinusoidal or learned positions.
 
 Decoding is incremental: the state holds, per decoder layer, the self-attention keys and values of
 the steps so far (extended at each step, reordered with the beams) and the keys and values of H_enc,
-computed once per sentence.
+computed once per sentence. States of rows at different steps merge (continuous batching): each row's caches are
+padded on the left, those positions masked in its self-attention, and its position encoding is of its own steps.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
-from nmtkit.models.state import DecoderState
+from nmtkit.models.state import START, DecoderState, target_mask
 
 #: memory attention weights ``[B, (T,) S]``, or several by name (multi-source layers)
 Weights = Union[torch.Tensor, dict[str, torch.Tensor]]
@@ -133,11 +134,13 @@ class DecoderLayer(nn.Module):
 
     def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
                 cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False,
-                head: Optional[int] = None) -> tuple[torch.Tensor, Optional[Weights], tuple[torch.Tensor, torch.Tensor]]:
-        """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step): output,
-        memory attention weights if asked, the self-attention keys and values."""
+                head: Optional[int] = None, cache_mask: Optional[torch.Tensor] = None
+                ) -> tuple[torch.Tensor, Optional[Weights], tuple[torch.Tensor, torch.Tensor]]:
+        """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step, which sees
+        the cached positions where ``cache_mask`` ``[B, 1, 1, T + 1]`` is True, if given): output, memory attention
+        weights if asked, the self-attention keys and values."""
         sub = self.sub
-        a, kv = self.self_attention.self_attend(sub.before(0, y), causal=cache is None, cache=cache)
+        a, kv = self.self_attention.self_attend(sub.before(0, y), cache_mask, causal=cache is None, cache=cache)
         y, w = self.cross(sub.after(0, y, a), memory, masks, weights, head)
         last = len(sub.norms) - 1
         return sub.after(last, y, self.ffn(sub.before(last, y))), w, kv
@@ -203,15 +206,21 @@ class DecoderStack(nn.Module):
         """The names of :meth:`start`'s tensors that depend on the source only."""
         return [n for n in tensors if n.startswith((f"{self.prefix}memory", f"{self.prefix}mask"))]
 
+    def growing(self, tensors: Mapping[str, torch.Tensor]) -> list[str]:
+        """The names of :meth:`start`'s tensors that grow by a position a step (the self-attention caches)."""
+        return [n for n in tensors if n.startswith(f"{self.prefix}self_")]
+
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[Weights]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
         shown, updates, once = None, {}, state.beams  # (the memory read once per sentence: its every beams-th row)
         masks = tuple(state[f"{self.prefix}mask{j}"][::once] for j in range(self.layers[0].memory_masks))
+        own = target_mask(state, self.steps_done(state) + 1)  # (a merged state: each row's own positions)
+        cache_mask = None if own is None else own[:, None, None, :]
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
             y, w, (k, v) = layer(y, tuple(state[n][::once] for n in names), masks, cache=(state[self_k], state[self_v]),
-                                 weights=self._shows(i, weights), head=self.shown_head)
+                                 weights=self._shows(i, weights), head=self.shown_head, cache_mask=cache_mask)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v
         return self.norm(y.squeeze(1)), updates, _step_weights(shown)
@@ -240,14 +249,25 @@ class Positions(nn.Module):
     def forward(self, length: int, offset: int, device: torch.device) -> torch.Tensor:
         """Encodings ``[length, d_model]`` of positions offset .. offset + length - 1."""
         end = offset + length
+        self._cover(end, device)
+        if self.learned is not None:
+            return self.learned(torch.arange(offset, end, device=device))
+        return self.table[offset:end]
+
+    def at(self, positions: torch.Tensor, end: int) -> torch.Tensor:
+        """Encodings ``[..., d_model]`` of ``positions`` (a long tensor, each below ``end``)."""
+        self._cover(end, positions.device)
+        return self.learned(positions) if self.learned is not None else self.table[positions]
+
+    def _cover(self, end: int, device: torch.device) -> None:
+        """Make sure positions 0 .. end - 1 have encodings: beyond the learned ones, an error; the sinusoids' table
+        grows."""
         if self.learned is not None:
             if end > self.max_positions:
                 raise NmtkitError(f"a sequence of {end} tokens is longer than the {self.max_positions} "
                                   "learned positions of this model (max_positions)")
-            return self.learned(torch.arange(offset, end, device=device))
-        if self.table.size(0) < end:
+        elif self.table.size(0) < end:
             self.table = self._sinusoids(max(end, 2 * self.table.size(0)), device)
-        return self.table[offset:end]
 
     def _sinusoids(self, length: int, device: Optional[torch.device]) -> torch.Tensor:
         freq = torch.exp(torch.arange(0, self.d_model, 2, device=device) * (-math.log(10000.0) / self.d_model))
@@ -258,6 +278,7 @@ class Positions(nn.Module):
 class Transformer(Seq2Seq):
     limit_option = "--max-positions"
     compiles_once = True
+    merges_states = True  # (each row's caches masked before its START, its positions counted from there)
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, ffn_size: int = 2048, heads: int = 8,
                  enc_layers: int = 6, dec_layers: int = 6, dropout: float = 0.1, attention_dropout: float = 0.1,
@@ -306,8 +327,12 @@ class Transformer(Seq2Seq):
                 nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
         self.init_parameters(0.0, [(self.output, self.tgt_emb)] if tie else [])
 
-    def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        x = embedding(tokens) * math.sqrt(self.d_model) + self.positions(tokens.size(1), offset, tokens.device)
+    def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0,
+               positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Embedded ``tokens [B, T]`` at positions from ``offset`` on, or at each row's ``positions [B, T, d]``."""
+        if positions is None:
+            positions = self.positions(tokens.size(1), offset, tokens.device)
+        x = embedding(tokens) * math.sqrt(self.d_model) + positions
         return self.dropout(x) if self.training else x
 
     def _encode(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -357,10 +382,15 @@ class Transformer(Seq2Seq):
         tensors = self.decoder.start(self.decoder.memory(memory), mask)
         first = batch[self.inputs[0]]
         sources = torch.full_like(first.lengths, first.data.size(1))  # S of every row, for attention()
-        return DecoderState({**tensors, "sources": sources}, static=self.decoder.statics(tensors) + ["sources"])
+        return DecoderState({**tensors, "sources": sources}, static=self.decoder.statics(tensors) + ["sources"],
+                            grows=self.decoder.growing(tensors))
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=self.decoder.steps_done(state))
+        steps = self.decoder.steps_done(state)
+        own = None  # (a merged state's rows are at steps of their own, counted from their START)
+        if START in state:
+            own = self.positions.at((steps - state[START]).unsqueeze(1), steps + 1)
+        y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=steps, positions=own)
         h, updates, w = self.decoder.step(y, state, self.weights_wanted)
         return torch.log_softmax(self.output(h).float(), dim=-1), state.replace(**updates), \
             self.attention(w, int(state["sources"][0]) if w is not None else 0)

@@ -1,6 +1,6 @@
 """bench/decode_batches.py end to end on tiny models: every way of decoding prints its speed and what its steps
 carried, continuous batching's target memory padded to no less than each row's own; a Transformer (its input mask
-of another shape, no continuous batching) too."""
+of another shape) too."""
 import re
 import subprocess
 import sys
@@ -29,10 +29,7 @@ def test_each_way_of_decoding_reports_its_speed_and_widths(arch, trained_ckpt, t
                         "--batch", "4", "--threads", "1", "--beam", "2"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    if arch == "rnnsearch":
-        assert len(lines) == 5 and lines[-1].startswith("continuous, 4 in flight:")
-    else:  # (a Transformer's self-attention caches are not declared to merge)
-        assert len(lines) == 5 and lines.pop() == "continuous batching: not for this model or search"
+    assert len(lines) == 5 and lines[-1].startswith("continuous, 4 in flight:")
     for line in lines:
         found = re.search(r"([\d.]+) sentences/s; (\d+) steps of ([\d.]+) sentences, input positions ([\d.]+) "
                           r"\(real ([\d.]+)\), target memory ([\d.]+) \(own ([\d.]+)\)", line)

@@ -197,10 +197,11 @@ def test_sentences_added_to_a_running_search_are_decoded_as_alone_or_refused(arc
         assert [h.score for h in found[i]] == pytest.approx([h.score for h in own], abs=1e-4)
 
 
-def test_the_flat_combination_refuses_to_merge_states():
-    """Its one memory of every encoder's positions in turn would be padded at its end, not after each encoder's."""
-    refused = [(arch, over) for arch, over in COMBINATIONS if arch == "multi-source" and not tiny(arch, **over).merges_states]
-    assert refused == [("multi-source", {"combination": "flat"})]
+def test_every_model_merges_states_but_those_attending_over_all_encoders_positions_as_one_memory():
+    """The flat combination's one memory of every encoder's positions in turn would be padded at its end, not after
+    each encoder's, so its states do not merge; every other model's do (the Transformers' caches included)."""
+    refused = [(arch, over) for arch, over in COMBINATIONS if not tiny(arch, **over).merges_states]
+    assert refused == [("multi-source", {"combination": "flat"}), ("multi-source-transformer", {"combination": "flat"})]
 
 
 @pytest.mark.parametrize("arch", ARCHS)

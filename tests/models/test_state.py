@@ -23,23 +23,26 @@ def test_reorder_within_sentences_keeps_static_tensors():
 
 
 def test_merged_pads_inputs_on_the_right_and_growing_tensors_on_the_left():
-    # a: two rows two steps in, sources of 3 positions; b: one row one step in, a source of 4
-    a = DecoderState({"mask": torch.tensor([[True, True, True], [True, True, False]]),
-                      "mem": torch.ones(2, 2, 1), "h": torch.zeros(2, 1)}, static={"mask"}, grows={"mem"})
+    # a: two rows two steps in, sources of 3 positions; b: one row one step in, a source of 4; "mem" grows along
+    # dimension 1 of 3 (a target memory), "kv" along dimension 2 of 4 (a Transformer's cache, [B, heads, T, d])
+    a = DecoderState({"mask": torch.tensor([[True, True, True], [True, True, False]]), "mem": torch.ones(2, 2, 1),
+                      "kv": torch.ones(2, 2, 2, 1), "h": torch.zeros(2, 1)}, static={"mask"}, grows={"mem", "kv"})
     b = DecoderState({"mask": torch.ones(1, 4, dtype=torch.bool), "mem": torch.full((1, 1, 1), 5.0),
-                      "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem"})
+                      "kv": torch.full((1, 2, 1, 1), 5.0), "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem", "kv"})
     m = DecoderState.merged([a, b])
-    assert m.batch_size == 3 and m.static == {"mask"} and m.grows == {"mem"}
+    assert m.batch_size == 3 and m.static == {"mask"} and m.grows == {"mem", "kv"}
     assert m["mask"].tolist() == [[True, True, True, False], [True, True, False, False], [True] * 4]
     assert m["mem"][:, :, 0].tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 5.0]]
+    assert m["kv"].shape == (3, 2, 2, 1) and m["kv"][:, 1, :, 0].tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 5.0]]
     assert m[START].tolist() == [0, 0, 1]
     assert target_mask(m, 2).tolist() == [[True, True], [True, True], [False, True]]
     assert target_mask(a, 2) is None
     # once the rows that owned the first position have left, merging again (with a row at its first step) drops it
     fresh = DecoderState({"mask": torch.ones(1, 2, dtype=torch.bool), "mem": torch.zeros(1, 0, 1),
-                          "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem"})
+                          "kv": torch.zeros(1, 2, 0, 1), "h": torch.ones(1, 1)}, static={"mask"}, grows={"mem", "kv"})
     again = DecoderState.merged([m.reorder(torch.tensor([2])), fresh])
     assert again["mem"][:, :, 0].tolist() == [[5.0], [0.0]]
+    assert again["kv"][:, 0, :, 0].tolist() == [[5.0], [0.0]]
     assert again[START].tolist() == [0, 1]
 
 
