@@ -157,7 +157,8 @@ class Decoder:
     ``sources[k]`` is member k's sources, whose ``invalid`` and ``truncated`` count what went wrong with lines
     so far; ``unk_counts`` what ``replace_unk`` replaced."""
 
-    def __init__(self, settings: DecodeSettings, sources: Optional[SourceMaker] = None, name: str = "<input>"):
+    def __init__(self, settings: DecodeSettings, sources: Optional[SourceMaker] = None, name: str = "<input>",
+                 guide_names: Optional[tuple[str, str]] = None):
         from nmtkit.device import pick_device
         from nmtkit.search.precision import for_inference
 
@@ -179,7 +180,7 @@ class Decoder:
             self.loaded = ensemble_of(members, settings.models, settings.weights, settings.attention_model - 1)
             self.source = ensemble_sources(self.sources, cast(Ensemble, self.loaded.model))
         self.loaded.model.choose_attention(settings.attention_layer, settings.attention_head)
-        guides = guide_sources(self.loaded, settings)
+        guides = guide_sources(self.loaded, settings, guide_names or (f"prefix of {name}", f"constraints of {name}"))
         if guides:
             self.source = GuidedSources(self.source, guides)
         ready, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device,
@@ -375,9 +376,9 @@ def edit_costed(loaded: LoadedModel, cost: float):
     return TokenCosts(loaded.model, edit_costs(len(loaded.tgt_vocab), form.unchanged_ids(loaded.tgt_vocab), cost))
 
 
-def guide_sources(loaded: LoadedModel, settings: DecodeSettings) -> list[Source]:
+def guide_sources(loaded: LoadedModel, settings: DecodeSettings, names: tuple[str, str]) -> list[Source]:
     """The sources of the fields that follow a line's inputs: its target prefix, then its constraints, as the
-    settings ask (neither for a model whose outputs are edit operations)."""
+    settings ask (neither for a model whose outputs are edit operations), ``names`` naming them in warnings."""
     wanted = [name for name, given in (("--prefix-file", settings.prefix), ("--constraints", settings.constraints))
               if given]
     if wanted and loaded.output_form.edits:
@@ -385,9 +386,9 @@ def guide_sources(loaded: LoadedModel, settings: DecodeSettings) -> list[Source]
                           exit_code=2)
     guides: list[Source] = []
     if settings.prefix:
-        guides.append(prefix_source(loaded.tgt_vocab, loaded.model.output_limit()))
+        guides.append(prefix_source(loaded.tgt_vocab, loaded.model.output_limit(), names[0]))
     if settings.constraints:
-        guides.append(ConstraintSource(loaded.tgt_vocab))
+        guides.append(ConstraintSource(loaded.tgt_vocab, names[1]))
     return guides
 
 

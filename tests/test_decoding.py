@@ -90,6 +90,16 @@ def test_lines_name_the_item_that_cannot_be_read(trained_ckpt):
             constrained.lines(["one", "two"], None, constraints)
 
 
+def test_warnings_about_a_prefix_or_constraints_name_them_by_the_decoder_not_by_translate_options(trained_ckpt, capsys):
+    settings = DecodeSettings(models=(str(trained_ckpt),), prefix=True, constraints=True)
+    for decoder, named in ((Decoder(settings, name="batch of tiny"), ("prefix of batch of tiny", "constraints of batch of tiny")),
+                           (Decoder(settings, guide_names=("p.txt", "c.jsonl")), ("p.txt", "c.jsonl"))):
+        decoder.translate_texts(["one", "two"], ["", "zzz"], [["qqq"], []])
+        err = capsys.readouterr().err
+        assert f"{named[0]}:2: 'zzz' not in the target vocabulary" in err
+        assert f"{named[1]}:1: 'qqq' not in the target vocabulary" in err and "--" not in err
+
+
 def test_a_result_says_whether_its_line_was_cut_at_the_length_limit(trained_ckpt):
     decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), max_input_len=3))
     results = decoder.translate_texts(["forty-two", "seven hundred forty-two thousand one", "", "one two three"])

@@ -220,7 +220,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
         check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
     name = " + ".join(input_paths) or "<stdin>"
-    decoder = Decoder(settings, sources, name)
+    decoder = Decoder(settings, sources, name, (f"--prefix-file {options['prefix_file']}",
+                                                f"--constraints {options['constraints_file']}"))
     interactive = options["flush"] or (not input_paths and sys.stdin.isatty())
     start, count, not_finite = time.perf_counter(), 0, []
     with ExitStack() as files:

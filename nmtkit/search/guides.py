@@ -15,7 +15,7 @@ from nmtkit.search.prefix import PREFIX
 from nmtkit.search.sources import Inputs, Line, Source, StreamSources, TextSource, fields_of, line_text
 
 
-def prefix_source(vocab: Vocab, limit: Optional[int], name: str = "--prefix-file") -> TextSource:
+def prefix_source(vocab: Vocab, limit: Optional[int], name: str) -> TextSource:
     """Target prefixes, one a line, tokenised with the target vocabulary; one longer than ``limit`` tokens (the
     model's longest output) is cut there with a warning, and one with words outside the vocabulary is warned of."""
     return PrefixSource(vocab, limit, name, PREFIX, "the most this model outputs")
@@ -47,7 +47,7 @@ class ConstraintSource:
 
     problem, reads_field = "with constraints that are not a JSON list of strings", True
 
-    def __init__(self, vocab: Vocab, name: str = "--constraints"):
+    def __init__(self, vocab: Vocab, name: str):
         self.vocab, self.name, self.stream = vocab, name, CONSTRAINTS
         self.invalid: list[int] = []
 

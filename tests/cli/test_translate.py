@@ -603,11 +603,13 @@ def test_constraints_put_their_phrases_in_the_outputs(trained_ckpt, tmp_path):
     both = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl",
                 "--prefix-file", tmp_path / "in.en"])  # (English words: <unk> prefixes)
     assert len(both.stdout.splitlines()) == 3 and "neun" in both.stdout.splitlines()[0].split()
-    assert "--prefix-file:2: 'seven' not in the target vocabulary: the output holds <unk> in place" in both.stderr
+    assert f"--prefix-file {tmp_path / 'in.en'}:2: 'seven' not in the target vocabulary: the output holds <unk> in " \
+           "place" in both.stderr
     (tmp_path / "c.jsonl").write_text('["neun zzz", "qqq"]\n\n\n')
     r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl"])
-    assert "--constraints:1: 'zzz' not in the target vocabulary: the output holds <unk> in place" in r.stderr
-    assert "--constraints:1: 'qqq' not in the target vocabulary" in r.stderr
+    named = f"--constraints {tmp_path / 'c.jsonl'}:1:"
+    assert f"{named} 'zzz' not in the target vocabulary: the output holds <unk> in place" in r.stderr
+    assert f"{named} 'qqq' not in the target vocabulary" in r.stderr
 
 
 def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tmp_path):
@@ -615,7 +617,8 @@ def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tm
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl"], input="one\ntwo\nthree\n",
             ok=False)
     assert r.exit_code == 1 and r.stdout.split("\n")[1:3] == ["", ""]
-    assert "--constraints:2: not a JSON list of strings" in r.stderr and "--constraints:3" in r.stderr
+    named = f"--constraints {tmp_path / 'c.jsonl'}"
+    assert f"{named}:2: not a JSON list of strings" in r.stderr and f"{named}:3" in r.stderr
     assert "2 line(s) with constraints that are not a JSON list of strings (line 2, 3)" in r.stderr
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl", "--sampling"], input="one\n",
             ok=False)
