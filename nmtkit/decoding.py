@@ -216,17 +216,22 @@ class Decoder:
 
     def warm_up(self, continuous: bool = False) -> bool:
         """Where the decoding step is compiled (``compile``) and the model reads text: decode made-up lines, one
-        alone and then two together (and, with ``continuous``, one joining the running search of another, where
-        the settings allow continuous batching), so that the compilations of the first shapes (the first steps,
-        whose target memory has no or one position; a merged state) happen now, not in the first lines a server is
-        sent; whether it did. Searches of other shapes (greedy over one line) compile once each when first met."""
+        alone and then two together, by the settings' search and, where that is a beam search, greedily too (a
+        server's request may ask for ``"beam": 1``), and with ``continuous`` one line joining the running search
+        of another, where the settings allow continuous batching; so that the compilations of the first shapes (the
+        first steps, whose target memory has no or one position; a merged state) happen now, not in the first lines
+        a server is sent; whether it did."""
         readers = getattr(self.sources[0], "sources", {}).values()
         if not self.settings.compile or not readers or not all(isinstance(s, TextSource) for s in readers):
             return False
         fields = len(self.loaded.model.inputs)
         texts = [[text] * fields for text in ("A line to warm up with.", "Warm up.")]
-        for group in (texts[:1], texts):
-            list(self.translate(self.lines(group), chunk_size=len(group)))
+        searches = [self.options]
+        if self.options.beam_size > 1:
+            searches.append(dataclasses.replace(self.options, beam_size=1, n_best=1))
+        for options in searches:
+            for group in (texts[:1], texts):
+                list(self.translate(self.lines(group), chunk_size=len(group), options=options))
         search = self.continuous() if continuous else None
         if search is not None:
             search.add(0, self.lines(texts[:1]))

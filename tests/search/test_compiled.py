@@ -1,6 +1,7 @@
 """``--compile``: every architecture's decoding step compiles into graphs (not left to run uncompiled) and gives
 what the model gives; ``translate --compile`` finds the outputs of ``translate``; a server's decoder compiles
 before its first request; no C++ compiler is a one-line error."""
+import dataclasses
 import functools
 
 import pytest
@@ -62,6 +63,9 @@ def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, 
     assert decoder.warm_up() and made
     count, texts = len(made), ["forty-two", "one hundred and three", "seven"]
     results = [decoder.translate_texts(texts[:n]) for n in (1, 3)]
+    greedy = dataclasses.replace(decoder.options, beam_size=1, n_best=1)  # (what a request with "beam": 1 asks)
+    for n in (1, 3):
+        list(decoder.translate(decoder.lines(texts[:n]), options=greedy))
     assert len(made) == count, "compiled again for lines of the shapes warmed up"
     assert [r.texts for r in results[1]] == [r.texts for r in plain.translate_texts(texts)]
 
