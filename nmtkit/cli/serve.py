@@ -56,8 +56,8 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--max-wait-ms", type=Checked(float, Range(0, 10_000)), default=5.0, show_default=True,
               help="how long a request waits for others to share its batch")
 @click.option("--continuous/--no-continuous", default=False, show_default=True,
-              help="continuous batching: requests join a running beam search between its steps (RNN models; not "
-                   "greedy, alignments, prefixes or constraints); slower than batches on CPUs (docs/serve.md)")
+              help="continuous batching: requests join a running beam search between its steps (not ensembles, "
+                   "greedy, alignments, prefixes or constraints; docs/serve.md)")
 @click.option("--queue-size", type=Checked(int, POSITIVE), default=256, show_default=True,
               help="requests waiting at most; more are refused with 503")
 @click.option("--max-lines", type=Checked(int, POSITIVE), default=256, show_default=True,

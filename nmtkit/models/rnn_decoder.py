@@ -91,7 +91,7 @@ class RNNDecoder(nn.Module):
             static += ["extra_gates", "extra_out"]
         grows = {self._name("tmemory"), self._name("tkeys")} if self.target_attention is not None else set()
         return DecoderState({**state.tensors, **{self._name(k): v for k, v in entries.items()}},
-                            state.static | {self._name(k) for k in static}, state.grows | grows)
+                            state.static | {self._name(k) for k in static}, state.grows | grows, state.beams, state.shared)
 
     # -- the encoder side: what a multi-source decoder (nmtkit.models.combination) replaces ---------------
     def summary(self, state: DecoderState) -> torch.Tensor:

@@ -27,17 +27,22 @@ class DecoderState:
     other tensor is padded on the right (source positions, whose masks are True at real positions).
 
     ``beams`` > 1: the rows come in consecutive groups of that many, each one sentence's (a beam search's
-    hypotheses), so a decoder may read a static tensor once per sentence (``t[::beams]``) instead of once per row.
-    The search that lays rows out so says it as it reorders them (:meth:`reorder`'s ``beams``); :meth:`replace`
+    hypotheses), so a decoder may read a static tensor once per sentence (:meth:`per_sentence`) instead of once per
+    row. The search that lays rows out so says it as it reorders them (:meth:`reorder`'s ``beams``); :meth:`replace`
     keeps it, a wrapper that builds its model's state anew passes it on, and a state built otherwise has 1.
+
+    Static tensors named in ``shared`` are stored once per sentence: ``batch_size // beams`` rows, which the
+    sentence's rows share (a Transformer's keys and values of its encoder's states), so that the beams neither copy
+    them when a search starts, nor when sentences leave or join it. A decoder reads them with :meth:`per_sentence`.
     """
 
-    __slots__ = ("tensors", "static", "grows", "beams")
+    __slots__ = ("tensors", "static", "grows", "beams", "shared")
 
     def __init__(self, tensors: Mapping[str, torch.Tensor], static: Iterable[str] = (), grows: Iterable[str] = (),
-                 beams: int = 1):
+                 beams: int = 1, shared: Iterable[str] = ()):
         self.tensors = dict(tensors)
-        self.static = frozenset(static)
+        self.shared = frozenset(shared)
+        self.static = frozenset(static) | self.shared
         self.grows = frozenset(grows)
         self.beams = beams
 
@@ -49,17 +54,33 @@ class DecoderState:
 
     def replace(self, **updates: torch.Tensor) -> "DecoderState":
         """A new state with some tensors replaced or added."""
-        return DecoderState({**self.tensors, **updates}, self.static, self.grows, self.beams)
+        return self.like({**self.tensors, **updates})
+
+    def like(self, tensors: Mapping[str, torch.Tensor], beams: Optional[int] = None) -> "DecoderState":
+        """A state of ``tensors`` whose names this one declares (static, growing, shared) as this one does, with
+        ``beams`` (default: this one's)."""
+        return DecoderState(tensors, self.static, self.grows, self.beams if beams is None else beams, self.shared)
+
+    def per_sentence(self, name: str) -> torch.Tensor:
+        """Static tensor ``name`` with one row per sentence (of every ``beams`` rows, the first's)."""
+        t = self.tensors[name]
+        return t if name in self.shared else t[::self.beams]
 
     def reorder(self, index: torch.Tensor, within_sentences: bool = False, beams: int = 1) -> "DecoderState":
         """Select rows ``index`` of every tensor: follow beam back-pointers, drop finished sentences.
 
         With ``within_sentences`` the caller promises that every row moves to a row of the
         same sentence, so static tensors are kept as they are; with ``beams``, that the new rows come in
-        consecutive groups of that many per sentence (see the class).
+        consecutive groups of that many per sentence (see the class): a shared tensor's row of each group is its
+        first row's sentence's.
         """
-        return DecoderState({k: v if within_sentences and k in self.static else v.index_select(0, index)
-                             for k, v in self.tensors.items()}, self.static, self.grows, beams)
+        def moved(name: str, t: torch.Tensor) -> torch.Tensor:
+            if name in self.shared:
+                same = within_sentences and beams == self.beams
+                return t if same else t.index_select(0, index[::beams] // self.beams)
+            return t if within_sentences and name in self.static else t.index_select(0, index)
+
+        return self.like({name: moved(name, t) for name, t in self.tensors.items()}, beams)
 
     @staticmethod
     def merged(states: Sequence["DecoderState"]) -> "DecoderState":
@@ -70,8 +91,13 @@ class DecoderState:
         positions before ``START`` (:func:`target_mask`). Positions that no row owns any more are dropped."""
         first = states[0]
         names = set(first.tensors) - {START}
-        if any(set(s.tensors) - {START} != names or s.grows != first.grows for s in states):
+        if any(set(s.tensors) - {START} != names or s.grows != first.grows or s.shared != first.shared for s in states):
             raise ValueError("states of different decoders do not merge")
+        beams = first.beams
+        if any(s.beams != beams for s in states):  # (rows grouped otherwise: shared tensors become a row's each)
+            beams = 1
+            states = [s.like({n: t.repeat_interleave(s.beams, 0) if n in s.shared else t for n, t in s.tensors.items()},
+                             1) for s in states]
         if first.grows:
             states = [s.trimmed() for s in states]
         grown = [next((s[n].size(-2) for n in sorted(s.grows)), 0) for s in states]
@@ -88,8 +114,7 @@ class DecoderState:
                     pad += [short, 0] if name in first.grows and d == p.dim() - 2 else [0, short]
                 padded.append(F.pad(p, pad) if any(pad) else p)
             tensors[name] = torch.cat(padded)
-        beams = first.beams if all(s.beams == first.beams for s in states) else 1
-        return DecoderState(tensors, first.static, first.grows, beams)
+        return first.like(tensors, beams)
 
     def starts(self) -> torch.Tensor:
         """Each row's :data:`START` (zeros for a state never merged)."""
@@ -106,12 +131,12 @@ class DecoderState:
         unused = int(self[START].min())
         if not unused:
             return self
-        return DecoderState({**{n: t[..., unused:, :] if n in self.grows else t for n, t in self.tensors.items()},
-                             START: self[START] - unused}, self.static, self.grows, self.beams)
+        return self.like({**{n: t[..., unused:, :] if n in self.grows else t for n, t in self.tensors.items()},
+                          START: self[START] - unused})
 
     @property
     def batch_size(self) -> int:
-        return next(iter(self.tensors.values())).size(0)
+        return next(t.size(0) if n not in self.shared else t.size(0) * self.beams for n, t in self.tensors.items())
 
 
 def target_mask(state: DecoderState, steps: int) -> Optional[torch.Tensor]:

@@ -213,13 +213,13 @@ class DecoderStack(nn.Module):
     def step(self, y: torch.Tensor, state: DecoderState, weights: bool = False
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor], Optional[Weights]]:
         """One step: the output ``[B, d]`` for the embedded token ``y [B, 1, d]``, the grown caches, the weights."""
-        shown, updates, once = None, {}, state.beams  # (the memory read once per sentence: its every beams-th row)
-        masks = tuple(state[f"{self.prefix}mask{j}"][::once] for j in range(self.layers[0].memory_masks))
+        shown, updates = None, {}  # (the memory read once per sentence, for its beams together)
+        masks = tuple(state.per_sentence(f"{self.prefix}mask{j}") for j in range(self.layers[0].memory_masks))
         own = target_mask(state, self.steps_done(state) + 1)  # (a merged state: each row's own positions)
         cache_mask = None if own is None else own[:, None, None, :]
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
-            y, w, (k, v) = layer(y, tuple(state[n][::once] for n in names), masks, cache=(state[self_k], state[self_v]),
+            y, w, (k, v) = layer(y, tuple(state.per_sentence(n) for n in names), masks, cache=(state[self_k], state[self_v]),
                                  weights=self._shows(i, weights), head=self.shown_head, cache_mask=cache_mask)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v
@@ -382,8 +382,8 @@ class Transformer(Seq2Seq):
         tensors = self.decoder.start(self.decoder.memory(memory), mask)
         first = batch[self.inputs[0]]
         sources = torch.full_like(first.lengths, first.data.size(1))  # S of every row, for attention()
-        return DecoderState({**tensors, "sources": sources}, static=self.decoder.statics(tensors) + ["sources"],
-                            grows=self.decoder.growing(tensors))
+        return DecoderState({**tensors, "sources": sources}, static=["sources"], grows=self.decoder.growing(tensors),
+                            shared=self.decoder.statics(tensors))
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         steps = self.decoder.steps_done(state)

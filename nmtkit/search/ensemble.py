@@ -74,19 +74,25 @@ class Ensemble(Seq2Seq):
     def encode(self, batch: Batch) -> DecoderState:
         tensors: dict[str, torch.Tensor] = {}
         static: list[str] = []
+        shared: list[str] = []
         for k, member in enumerate(self.models):
             state = member.encode(self._member_batch(k, batch))
             tensors.update({f"{k}.{name}": t for name, t in state.tensors.items()})
             static.extend(f"{k}.{name}" for name in state.static)
-        return DecoderState(tensors, static)
+            shared.extend(f"{k}.{name}" for name in state.shared)
+        return DecoderState(tensors, static, shared=shared)
 
     def _split(self, state: DecoderState) -> list[DecoderState]:
-        """Each member's own state out of the ensemble's."""
+        """Each member's own state out of the ensemble's (which are static matters to the reorder only; which are
+        shared, to the members' reading)."""
         parts: list[dict[str, torch.Tensor]] = [{} for _ in self.members]
+        shared: list[set[str]] = [set() for _ in self.members]
         for name, t in state.tensors.items():
             k, _, own = name.partition(".")
             parts[int(k)][own] = t
-        return [DecoderState(p, beams=state.beams) for p in parts]  # (which are static matters to the reorder only)
+            if name in state.shared:
+                shared[int(k)].add(own)
+        return [DecoderState(p, beams=state.beams, shared=s) for p, s in zip(parts, shared)]
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         total: Optional[torch.Tensor] = None
@@ -99,7 +105,7 @@ class Ensemble(Seq2Seq):
             if k == self.attention_from:
                 attention = weights
         assert total is not None
-        return total, DecoderState(tensors, state.static), attention
+        return total, state.like(tensors), attention
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         return self.models[0].max_output_len(self._member_batch(0, batch), a, b)

@@ -36,14 +36,14 @@ class Prefixed(Wrapped):
             return state
         ended = torch.arange(width, device=stream.data.device) >= (stream.lengths - 1).unsqueeze(1)
         ids = stream.data[:, :width].masked_fill(ended, -1)
-        return DecoderState({**state.tensors, _IDS: ids}, state.static | {_IDS}, state.grows)
+        return DecoderState({**state.tensors, _IDS: ids}, state.static | {_IDS}, state.grows, state.beams, state.shared)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if _IDS not in state:
             return self.model.decode_step(prev, state)
         ids = state[_IDS]
         inner = DecoderState({k: v for k, v in state.tensors.items() if k != _IDS}, state.static - {_IDS}, state.grows,
-                             state.beams)
+                             state.beams, state.shared)
         log_probs, inner, weights = self.model.decode_step(prev, inner)
         token = ids[:, 0]
         other = torch.arange(log_probs.size(1), device=log_probs.device) != token.unsqueeze(1)
@@ -51,7 +51,7 @@ class Prefixed(Wrapped):
         if ids.size(1) == 1:  # the prefixes are written: the model's own state from here on
             return log_probs, inner, weights
         return log_probs, DecoderState({**inner.tensors, _IDS: ids[:, 1:]}, inner.static | {_IDS}, inner.grows,
-                                       inner.beams), weights
+                                       inner.beams, inner.shared), weights
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """The model's limit, and never less than a sentence's prefix."""

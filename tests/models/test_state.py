@@ -59,3 +59,21 @@ def test_rows_are_grouped_by_sentence_where_the_reordering_caller_says_so():
     assert g.reorder(torch.tensor([2, 3])).beams == 1  # (each reorder says again what holds)
     assert g.reorder(torch.tensor([1, 0]), within_sentences=True).beams == 1
     assert DecoderState.merged([g, g]).beams == 2 and DecoderState.merged([g, s]).beams == 1
+
+
+def test_shared_tensors_hold_one_row_a_sentence_through_reorders_and_merges():
+    s = DecoderState({"h": torch.arange(2.0), "kv": torch.tensor([[10.0], [20.0]])}, shared={"kv"})
+    assert s.static == {"kv"} and s.batch_size == 2
+    beam = s.reorder(torch.tensor([0, 0, 0, 1, 1, 1]), beams=3)  # (a beam search starts: 3 rows a sentence)
+    assert beam.batch_size == 6 and beam["kv"].tolist() == [[10.0], [20.0]]
+    assert beam.per_sentence("kv").tolist() == [[10.0], [20.0]] and beam.per_sentence("h").tolist() == [0.0, 1.0]
+    step = beam.reorder(torch.tensor([1, 0, 0, 5, 3, 4]), within_sentences=True, beams=3)
+    assert step["kv"] is beam["kv"] and step.replace(h=torch.zeros(6)).shared == {"kv"}
+    left = step.reorder(torch.tensor([3, 5, 4]), beams=3)  # (the first sentence is done: it leaves)
+    assert left["kv"].tolist() == [[20.0]] and left.batch_size == 3
+    rows = step.reorder(torch.tensor([4, 0]))  # (rows not grouped by sentence: each its own row)
+    assert rows.beams == 1 and rows["kv"].tolist() == [[20.0], [10.0]] and rows.per_sentence("kv") is rows["kv"]
+    merged = DecoderState.merged([left, beam])
+    assert merged.beams == 3 and merged["kv"].tolist() == [[20.0], [10.0], [20.0]] and merged.batch_size == 9
+    mixed = DecoderState.merged([rows, left])
+    assert mixed.beams == 1 and mixed["kv"].tolist() == [[20.0], [10.0], [20.0], [20.0], [20.0]]
