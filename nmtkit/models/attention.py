@@ -73,8 +73,15 @@ class MLPAttention(nn.Module):
                 mask: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Context ``[B, (T,) M]`` and weights ``[B, (T,) S]`` for a query ``[B, (T,) Q]`` (``A`` wide if projected).
 
-        ``mask [B, S]`` is True at real positions; None means all are real."""
+        ``mask [B, S]`` is True at real positions; None means all are real. A query of one step may have a
+        multiple of the memory's rows, each consecutive group of them one memory row's (a beam's hypotheses
+        reading their sentence's memory: :attr:`nmtkit.models.state.DecoderState.shared`)."""
         q = self.query(query) if self.query is not None else query
+        rows, sentences = q.size(0), keys.size(0)
+        if q.dim() == 2 and rows != sentences:  # [B, g, S, A]: each sentence's g queries against its positions
+            scores = additive_scores(keys.unsqueeze(1) + q.view(sentences, rows // sentences, 1, -1), self.v)
+            weights = masked_softmax(scores, None if mask is None else mask.unsqueeze(1), self.empty_rows)
+            return torch.bmm(weights, memory).view(rows, -1), weights.view(rows, -1)
         steps = q.dim() == 3
         if steps:  # [B, T, S, A]: every step against every position
             q, keys = q.unsqueeze(2), keys.unsqueeze(1)

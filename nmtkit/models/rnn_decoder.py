@@ -90,8 +90,10 @@ class RNNDecoder(nn.Module):
             entries["extra_gates"], entries["extra_out"] = self.cell.inputs["extra"](extra), self.readout.term("extra", extra)
             static += ["extra_gates", "extra_out"]
         grows = {self._name("tmemory"), self._name("tkeys")} if self.target_attention is not None else set()
+        shared = {self._name(k) for k in keys} if "memory" in state.shared else set()  # (keys of a shared memory)
         return DecoderState({**state.tensors, **{self._name(k): v for k, v in entries.items()}},
-                            state.static | {self._name(k) for k in static}, state.grows | grows, state.beams, state.shared)
+                            state.static | {self._name(k) for k in static}, state.grows | grows, state.beams,
+                            state.shared | shared)
 
     # -- the encoder side: what a multi-source decoder (nmtkit.models.combination) replaces ---------------
     def summary(self, state: DecoderState) -> torch.Tensor:
@@ -107,8 +109,8 @@ class RNNDecoder(nn.Module):
                        state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
         """The source context c^e_j ``[B, C]`` and its weights by name, attended from ``s`` (its projection
         ``query`` if the cell computed it); ``emb`` E y_{j-1} and ``state`` (holding s_{j-1}) as they are."""
-        ctx, alpha = self.attention(s if query is None else query, self._get(state, "keys"), state["memory"],
-                                    state["mask"])
+        ctx, alpha = self.attention(s if query is None else query, state.per_sentence(self._name("keys")),
+                                    state.per_sentence("memory"), state.per_sentence("mask"))
         return ctx, {"source": alpha}
 
     # -- one step ----------------------------------------------------------------------

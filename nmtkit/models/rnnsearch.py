@@ -60,7 +60,7 @@ class RNNSearch(RNNDecoding):
     def source(self, batch: Batch) -> DecoderState:
         """The encoder's part of the state: ``memory`` h_j ``[B, S, 2H]`` and ``mask`` ``[B, S]``."""
         memory, mask, _ = self.encoder.encode(batch["src"])
-        return DecoderState({"memory": memory, "mask": mask}, static=("memory", "mask"))
+        return DecoderState({"memory": memory, "mask": mask}, shared=("memory", "mask"))
 
     def encode(self, batch: Batch) -> DecoderState:
         return self.decoder.start(self.source(batch))

@@ -74,7 +74,7 @@ class ShowAttendTell(RNNDecoding):
     def encode(self, batch: Batch) -> DecoderState:
         image = batch[IMAGE]
         memory = self.norm(image.data)
-        return self.decoder.start(DecoderState({"memory": memory, "mask": image.mask}, static=("memory", "mask")))
+        return self.decoder.start(DecoderState({"memory": memory, "mask": image.mask}, shared=("memory", "mask")))
 
     def forward(self, batch: Batch) -> ModelOutput:
         out = super().forward(batch)

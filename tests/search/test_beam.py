@@ -4,6 +4,7 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import EOS
+from nmtkit.models.attention import MLPAttention
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.state import DecoderState
 from nmtkit.search import beam_search, greedy_search
@@ -110,11 +111,16 @@ def test_a_step_reads_the_device_once_until_hypotheses_finish():
     assert reads.steps[-1] > 1
 
 
+#: the models whose attention over the encoder reads a memory per hypothesis (their own attention, not the
+#: Transformers' or RNNSearch's decoder's)
+READS_PER_ROW = {"luong", "multi-source"}
+
+
 @pytest.mark.parametrize("arch", [*ARCHS, "ensemble of two transformers"])
 def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, monkeypatch):
     m, b = tiny(arch) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
                                                      [0.5, 0.5], [{"src": "src"}] * 2), batch()
-    shared, beams = [], []
+    shared, beams, once = [], [], []
 
     def attend_memory(att, x, keys_values, *rest):  # (records whether rows shared a sentence's memory)
         shared.append(x.size(0) != keys_values[0].size(0))
@@ -122,8 +128,15 @@ def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_h
     attend = MultiHeadAttention.attend_memory
     monkeypatch.setattr(MultiHeadAttention, "attend_memory", attend_memory)
 
-    def decode_step(prev, state):  # (records how the rows of every step's state are said to be grouped)
-        beams.append(state.beams)
+    def additive(att, query, keys, *rest):  # (the same, for the RNNs' additive attention)
+        shared.append(query.size(0) != keys.size(0))
+        return forward(att, query, keys, *rest)
+    forward = MLPAttention.forward
+    monkeypatch.setattr(MLPAttention, "forward", additive)
+
+    def decode_step(prev, state):  # (records how the rows of every step's state are said to be grouped, and whether
+        beams.append(state.beams)  # it holds the encoder's states once per sentence)
+        once.append(bool(state.shared) and all(state[n].size(0) * state.beams == state.batch_size for n in state.shared))
         return step(prev, state)
     step, m.decode_step = m.decode_step, decode_step
     with torch.no_grad():
@@ -131,9 +144,10 @@ def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_h
         reorder = DecoderState.reorder  # (rows never said to be grouped: every row reads its own memory)
         monkeypatch.setattr(DecoderState, "reorder", lambda state, index, within_sentences=False, beams=1:
                             reorder(state, index, within_sentences))
-        shared_before, shared[:], beams_before, beams[:] = list(shared), [], list(beams), []
+        shared_before, shared[:], beams_before, beams[:], once_before = list(shared), [], list(beams), [], list(once)
         per_row = beam_search(m, b, beam_size=3, n_best=3, attention=True)
-    assert any(shared_before) == ("transformer" in arch) and not any(shared)
+    assert any(shared_before) == (arch not in READS_PER_ROW) and not any(shared)
+    assert all(once_before) == (arch not in READS_PER_ROW)
     assert set(beams_before) == {3} and set(beams) == {1}
     for want, got in zip(per_row, grouped, strict=True):
         assert [h.tokens for h in got] == [h.tokens for h in want]
