@@ -80,11 +80,12 @@ class Luong(Seq2Seq):
             "memory": memory, "keys": self.attention.keys(memory), "mask": mask,
             "h": torch.tanh(self.bridge_h(h)).transpose(0, 1), "c": self.bridge_c(c).transpose(0, 1),
             "feed": memory.new_zeros(size, self.dec_size), "step": torch.zeros(size, dtype=torch.long, device=device),
-        }, static=("memory", "keys", "mask"))
+        }, shared=("memory", "keys", "mask"))
 
     def _attend(self, top: torch.Tensor, state: DecoderState, steps: torch.Tensor):
         """Eq. 5 on top of the attention: h̃_t ``[B, T, H]`` and the weights ``[B, T, S]``."""
-        ctx, weights = self.attention(top, state["keys"], state["memory"], state["mask"], steps)
+        ctx, weights = self.attention(top, state.per_sentence("keys"), state.per_sentence("memory"),
+                                      state.per_sentence("mask"), steps)
         return tanh(self.combine(torch.cat([ctx, top], dim=-1))), weights
 
     def _recur(self, inputs: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState]:

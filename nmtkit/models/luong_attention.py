@@ -86,11 +86,19 @@ class LuongAttention(nn.Module):
         """Contexts ``[B, T, M]`` and weights ``[B, T, S]`` for queries h_t ``[B, T, Q]``, or ``[B, M]`` and
         ``[B, S]`` for one query ``[B, Q]`` (the attention protocol of :mod:`nmtkit.models.attention`).
 
-        ``steps`` ``[T]`` or ``[B, T]`` are the target positions t of the queries (local-m; default 0..T-1).
+        ``steps`` ``[T]`` or ``[B, T]`` are the target positions t of the queries (local-m; default 0..T-1). The
+        queries may have a multiple of the memory's rows, each consecutive group of them one memory row's (a beam's
+        hypotheses reading their sentence's memory: :attr:`nmtkit.models.state.DecoderState.shared`).
         """
         if query.dim() == 2:
             context, weights = self(query.unsqueeze(1), keys, memory, mask, steps)
             return context.squeeze(1), weights.squeeze(1)
+        rows, sentences, length = query.size(0), keys.size(0), query.size(1)
+        if rows != sentences:  # a sentence's rows as further query steps of one row: [B, g T, Q]
+            at = steps if steps is not None else torch.arange(length, device=query.device)
+            context, weights = self(query.reshape(sentences, -1, query.size(-1)), keys, memory, mask,
+                                    at.expand(rows, length).reshape(sentences, -1))
+            return context.reshape(rows, length, -1), weights.reshape(rows, length, -1)
         scores = self.scores(query, keys)
         allowed = mask.unsqueeze(1).expand_as(scores)
         if self.kind != "global":

@@ -1,4 +1,5 @@
-"""luong: teacher forcing equals step-by-step decoding for every variant; input feeding; causality."""
+"""luong: teacher forcing equals step-by-step decoding for every variant, and so does a beam reading its sentence's
+memory once; input feeding; causality."""
 import pytest
 import torch
 
@@ -6,6 +7,8 @@ from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.models import build_model, get_spec
 from nmtkit.models.luong import Luong
+from nmtkit.models.state import DecoderState
+from nmtkit.search.beam import beam_search
 from tests.conftest import forward
 from tests.models.decoding import assert_forward_equals_steps
 
@@ -33,6 +36,20 @@ def batch():
 @pytest.mark.parametrize("over", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_teacher_forced_forward_equals_step_by_step_decoding(over):
     assert_forward_equals_steps(model(**over), batch())
+
+
+@pytest.mark.parametrize("over", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_a_beam_reading_its_sentence_s_memory_once_finds_what_reading_it_per_hypothesis_finds(over, monkeypatch):
+    m, b = model(**over), batch()
+    with torch.no_grad():
+        grouped = beam_search(m, b, beam_size=3, n_best=3)
+        reorder = DecoderState.reorder  # (rows never said to be grouped: each row holds and reads its own memory)
+        monkeypatch.setattr(DecoderState, "reorder", lambda state, index, within_sentences=False, beams=1:
+                            reorder(state, index, within_sentences))
+        per_row = beam_search(m, b, beam_size=3, n_best=3)
+    for want, got in zip(per_row, grouped, strict=True):
+        assert [h.tokens for h in got] == [h.tokens for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
 
 
 def test_input_feeding_widens_the_decoder_input():
