@@ -56,10 +56,12 @@ class DecoderState:
         """A new state with some tensors replaced or added."""
         return self.like({**self.tensors, **updates})
 
-    def like(self, tensors: Mapping[str, torch.Tensor], beams: Optional[int] = None) -> "DecoderState":
+    def like(self, tensors: Mapping[str, torch.Tensor], beams: Optional[int] = None,
+             static: Optional[Iterable[str]] = None) -> "DecoderState":
         """A state of ``tensors`` whose names this one declares (static, growing, shared) as this one does, with
-        ``beams`` (default: this one's)."""
-        return DecoderState(tensors, self.static, self.grows, self.beams if beams is None else beams, self.shared)
+        ``beams`` and ``static`` if given (default: this one's)."""
+        return DecoderState(tensors, self.static if static is None else static, self.grows,
+                            self.beams if beams is None else beams, self.shared)
 
     def per_sentence(self, name: str) -> torch.Tensor:
         """Static tensor ``name`` with one row per sentence (of every ``beams`` rows, the first's)."""

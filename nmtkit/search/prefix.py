@@ -36,22 +36,20 @@ class Prefixed(Wrapped):
             return state
         ended = torch.arange(width, device=stream.data.device) >= (stream.lengths - 1).unsqueeze(1)
         ids = stream.data[:, :width].masked_fill(ended, -1)
-        return DecoderState({**state.tensors, _IDS: ids}, state.static | {_IDS}, state.grows, state.beams, state.shared)
+        return state.like({**state.tensors, _IDS: ids}, static=state.static | {_IDS})
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if _IDS not in state:
             return self.model.decode_step(prev, state)
         ids = state[_IDS]
-        inner = DecoderState({k: v for k, v in state.tensors.items() if k != _IDS}, state.static - {_IDS}, state.grows,
-                             state.beams, state.shared)
+        inner = state.like({k: v for k, v in state.tensors.items() if k != _IDS}, static=state.static - {_IDS})
         log_probs, inner, weights = self.model.decode_step(prev, inner)
         token = ids[:, 0]
         other = torch.arange(log_probs.size(1), device=log_probs.device) != token.unsqueeze(1)
         log_probs = log_probs.masked_fill(other & (token >= 0).unsqueeze(1), -torch.inf)
         if ids.size(1) == 1:  # the prefixes are written: the model's own state from here on
             return log_probs, inner, weights
-        return log_probs, DecoderState({**inner.tensors, _IDS: ids[:, 1:]}, inner.static | {_IDS}, inner.grows,
-                                       inner.beams, inner.shared), weights
+        return log_probs, inner.like({**inner.tensors, _IDS: ids[:, 1:]}, static=inner.static | {_IDS}), weights
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
         """The model's limit, and never less than a sentence's prefix."""
