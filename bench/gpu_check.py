@@ -145,6 +145,34 @@ def _decoding(log: Path, output: Optional[Path] = None) -> str:
     return "FAILED: " + (text.strip().splitlines() or ["no log"])[-1][:100]
 
 
+def _serving(root: Path) -> list[str]:
+    """Step 3's lines of the summary (none if it did not run): each way of batching's phases under load, and what
+    it decoded; FAILED where it did not run through or lost or mixed up an answer."""
+    modes = [mode for mode in ("batches", "continuous") if (root / "logs" / f"serve.{mode}.log").exists()]
+    if not modes:
+        return []
+    table = ["| batching | clients | sent/s | vs translate (batch 32) | p50 ms | p99 ms | answered | mixed up | differs "
+             "| errors | unsent | lines a batch |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
+    for mode in modes:
+        figures = root / f"serve.{mode}.json"
+        if not figures.exists():
+            log = (root / "logs" / f"serve.{mode}.log").read_text(errors="replace").strip().splitlines()
+            notes.append(f"{mode}: FAILED: {(log or ['no log'])[-1][:100]}")
+            continue
+        run = json.loads(figures.read_text())
+        for p in run["phases"]:
+            table.append(f"| {mode} | {p['clients']} | {p['sentences_per_s']:,.1f} | {p['vs_translate']:.2f} | "
+                         f"{p['p50_ms']:,.1f} | {p['p99_ms']:,.1f} | {p['answered']} | {p['mixed_up']} | "
+                         f"{p['differs']} | {p['errors']} | {p['unsent']} | {p['mean_batch']:.1f} |")
+        lost = any(p["errors"] or p["mixed_up"] or p["unsent"] for p in run["phases"])
+        notes.append(f"{mode}: {run['sentences']} lines, beam {run['beam']}, device {run['device']}; translate "
+                     f"(batch 32) {run['translate_sentences_per_s']:,.1f} sentences/s"
+                     + ("; FAILED: answers lost, unsent or mixed up" if lost else ""))
+    return ["", "## serving under load (bench/serve_load.py): one sentence a request", "", *table, "", *notes]
+
+
 def summary(out: str) -> None:
     """The one summary file: the machine; every architecture's check; the Transformers' speed by window (epoch 1
     apart), peak GPU memory, share of the matrix rate, and decoding speed; the seconds of each command."""
@@ -169,6 +197,7 @@ def summary(out: str) -> None:
         lines.append(f"| {arch} | {last.get('step', 'FAILED')} | {last.get('loss', '')} | "
                      f"{last.get('tok_per_s', 0):,.0f} | {last.get('peak_gpu_gb', '-')} | {decoded} |")
     lines += ["", f"{failed} architecture(s) failed" if failed else "every architecture trained and decoded" if tried
+              else "none asked for (ARCHS blank)" if not os.environ.get("ARCHS", "every").strip()
               else "FAILED: no architecture ran (see logs)"]
     for log in sorted((root / "logs").glob("*.base.train.log")):
         base = root / "base" / log.name[:-len(".base.train.log")]
@@ -206,6 +235,7 @@ def summary(out: str) -> None:
                 if (root / "logs" / log).exists():
                     lines.append(f"test decoding{where}, {mode}: "
                                  f"{_decoding(root / 'logs' / log, root / 'base' / output)}")
+    lines += _serving(root)
     steps = root / "logs" / "steps.tsv"
     if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)
         lines += ["", "## seconds per command (TIME_LIMIT stops the check)", "", "| command's log | seconds | exit status |",

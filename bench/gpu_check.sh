@@ -12,7 +12,11 @@
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
-#   3. the base runs of LATER_BASE (default transformer@32768: the Transformer base at 32,768-token batches, its share
+#   3. with SERVE_MODEL (a trained checkpoint, or `base`: step 1's first base model; none by default): serving under
+#      load on DEVICE (bench/serve_load.py, issue 34): SERVE_CLIENTS (default 16) clients sending SERVE_LINES
+#      (default 300) lines of SERVE_INPUT (default the test set's English) one a request, the server batching what
+#      arrives together, then with --continuous; sentences/s against `translate` at batch 32 of the same lines;
+#   4. the base runs of LATER_BASE (default transformer@32768: the Transformer base at 32,768-token batches, its share
 #      of the matrix rate at a large batch), after the every-architecture check so that the time limit falls on them.
 # Every command runs under what is left of TIME_LIMIT: one still running at the limit is stopped, later ones are not
 # run, and the summary says so (a failed step). The seconds each command took are in the summary (a GPU process's
@@ -28,7 +32,8 @@
 #   default 4: a GPU process's start-up is most of each), BASE_ARCHS (default transformer bitatt-transformer) and
 #   LATER_BASE (default transformer@32768; " " for none): base runs, each ARCH (decoded), ARCH@TOKENS (batches of
 #   TOKENS) or ARCH+compile (train --compile: its tok/s per window against the plain run's); COMPILE=1 adds
-#   transformer+compile to LATER_BASE; TINY=1 (small models: the CPU smoke test of tests/bench/test_gpu_check.py).
+#   transformer+compile to LATER_BASE; SERVE_MODEL, SERVE_CLIENTS, SERVE_LINES, SERVE_INPUT (step 3); TINY=1 (small
+#   models: the CPU smoke test of tests/bench/test_gpu_check.py).
 #   Exit status 1 if any step failed or was not run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -151,10 +156,22 @@ for arch in $archs; do  # JOBS at a time
 done
 wait
 
+if [ -n "${SERVE_MODEL:-}" ]; then
+  echo "== 3. serving $SERVE_MODEL under load on $device" >&2
+  served=$SERVE_MODEL
+  [ "$served" = base ] && served=$out/base/$(set -- ${BASE_ARCHS:-transformer}; echo "$1")/last.pt
+  for mode in batches continuous; do
+    flag=(); [ "$mode" = continuous ] && flag=(--continuous)
+    timed "$logs/serve.$mode.log" "$python" "$here/serve_load.py" -m "$served" -i "${SERVE_INPUT:-$text/test.en}" \
+      --lines "${SERVE_LINES:-300}" --clients "${SERVE_CLIENTS:-16}" --device "$device" --time-limit 60 \
+      ${flag[@]+"${flag[@]}"} --json "$out/serve.$mode.json" > "$logs/serve.$mode.txt" || true
+  done
+fi
+
 later=${LATER_BASE:-transformer@32768}
 [ "${COMPILE:-0}" = 1 ] && later="$later transformer+compile"
 if [ -n "${later// /}" ]; then
-  echo "== 3. base runs after the check: $later" >&2
+  echo "== 4. base runs after the check: $later" >&2
   # shellcheck disable=SC2086
   base $later
 fi

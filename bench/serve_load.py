@@ -9,6 +9,9 @@ apart, as a sentence decoded otherwise in another batch). Bounded in count
 (``--lines``) and time (``--time-limit`` per phase: what is left unsent is reported).
 
     python bench/serve_load.py -m MODEL -i ../shared/data/lo-ende/test.en --lines 500 --threads 2 [--json OUT]
+
+It runs ``python -m nmtkit`` with its own interpreter, so the checkout on ``PYTHONPATH`` will do (no installed
+command needed: a bare GPU machine, ``bench/gpu_check.sh``).
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from urllib.parse import urlsplit
 
 from served_lines import first_lines  # (bench/: the script's folder is on the path)
 
+NMTKIT = [sys.executable, "-m", "nmtkit"]  #: the command line of nmtkit
+
 
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100) of ``values``, nearest rank."""
@@ -39,8 +44,9 @@ def translate_reference(args, lines: list[str], work: Path) -> tuple[list[str], 
     """``nmtkit translate``'s outputs of ``lines`` and its sentences/s (model loading excluded)."""
     source, output = work / "input.txt", work / "output.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = subprocess.run(["nmtkit", "translate", "-m", args.model, "-i", str(source), "-o", str(output),
-                          "--beam", str(args.beam), "--batch-size", "32", "--threads", str(args.threads)],
+    run = subprocess.run([*NMTKIT, "translate", "-m", args.model, "-i", str(source), "-o", str(output),
+                          "--beam", str(args.beam), "--batch-size", "32", "--threads", str(args.threads),
+                          "--device", args.device],
                          capture_output=True, text=True, check=True)
     found = re.search(r"translated \d+ lines in [\d.]+ s \(([\d.]+) lines/s", run.stderr)
     if not found:
@@ -51,7 +57,8 @@ def translate_reference(args, lines: list[str], work: Path) -> tuple[list[str], 
 def start_server(args, log_path: Path) -> tuple[subprocess.Popen, str]:
     """``nmtkit serve`` on a free loopback port, once it listens: the process and its URL."""
     log = open(log_path, "w")
-    server = subprocess.Popen(["nmtkit", "serve", "-m", f"bench={args.model}", "--port", "0", "--beam", str(args.beam),
+    server = subprocess.Popen([*NMTKIT, "serve", "-m", f"bench={args.model}", "--port", "0", "--beam", str(args.beam),
+                               "--device", args.device,
                                "--threads", str(max(1, args.threads // args.workers)), "--workers", str(args.workers),
                                "--max-batch", str(args.max_batch),
                                "--max-wait-ms", str(args.max_wait_ms), "--queue-size", "1024",
@@ -169,6 +176,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,16", help="concurrent clients of each phase [default: 1,4,16]")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of translate and serve [default: 2]")
+    parser.add_argument("--device", default="auto", help="translate's and serve's --device [default: auto]")
     parser.add_argument("--workers", type=int, default=1,
                         help="serve's decoding processes, the threads shared among them [default: 1]")
     parser.add_argument("--max-batch", type=int, default=32)
@@ -190,7 +198,8 @@ def main() -> None:
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
-    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads (serve: {args.workers} worker(s)"
+    print(f"{len(lines)} sentences, beam {args.beam}, {args.threads} threads, device {args.device} (serve: "
+          f"{args.workers} worker(s)"
           f"{', compiled' if args.compile else ''}); "
           f"translate (batch 32): "
           f"{translate_speed:.1f} sentences/s")
@@ -205,6 +214,7 @@ def main() -> None:
               f"{p['server_main_cpu_s']:>9.1f}s {p['client_cpu_s']:>9.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps({"sentences": len(lines), "beam": args.beam, "threads": args.threads,
+                                               "device": args.device, "continuous": args.continuous,
                                                "workers": args.workers, "compile": args.compile,
                                                "max_batch": args.max_batch, "max_wait_ms": args.max_wait_ms,
                                                "translate_sentences_per_s": round(translate_speed, 2),

@@ -1,5 +1,6 @@
 """bench/gpu_check.sh runs end to end (on the CPU, small models): every architecture asked for trains and decodes,
-the Transformer's speed table, its share of the matrix rate and decoding speed, one summary file and one tarball;
+the Transformer's speed table, its share of the matrix rate and decoding speed, its model served under load, one
+summary file and one tarball;
 a failing step is FAILED in the summary and the exit status; the check ends at its time limit."""
 import os
 import re
@@ -16,7 +17,8 @@ SCRIPT = Path(__file__).parents[2] / "bench" / "gpu_check.sh"
 def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     r = run_recipe(SCRIPT, tmp_path / "check", ARCHS="rnnsearch nosuch show-attend-tell", BASE_ARCHS="transformer",
                    DEVICE="cpu", TINY="1", STEPS="2", LINES="3", BASE_STEPS="4", BASE_BATCH="128", PAIRS="300",
-                   LATER_BASE="transformer@512", CPU_LINES="100", PROFILE="3:4")
+                   LATER_BASE="transformer@512", CPU_LINES="100", PROFILE="3:4", SERVE_MODEL="base", SERVE_LINES="6",
+                   SERVE_CLIENTS="1,4")
     assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
     summary = (tmp_path / "check" / "summary.txt").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
@@ -34,9 +36,15 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
     assert "| 4 | " in large and "MFLOP per target token" in large and "test decoding" not in large
     assert "train --profile (its window runs slower): updates 3-4 profiled" in large
     assert "batch_size: 512\n" in (tmp_path / "check" / "base" / "transformer@512" / "config.yaml").read_text()
+    for mode in ("batches", "continuous"):  # step 3: the base model served under load, each client count a row
+        for clients in (1, 4):
+            assert re.search(rf"\| {mode} \| {clients} \| [\d,.]+ \| [\d.]+ \| [\d,.]+ \| [\d,.]+ \| 6 \| 0 \| \d+ \| 0 \| 0 \| "
+                             r"[\d.]+ \|\n", summary), summary
+        assert re.search(rf"\n{mode}: 6 lines, beam 5, device cpu; translate \(batch 32\) [\d,.]+ sentences/s\n", summary)
     with tarfile.open(tmp_path / "check" / "logs.tar.gz") as logs:
         names = logs.getnames()
     assert "logs/rnnsearch.train.log" in names and "logs/transformer.beam5.log" in names
+    assert "logs/serve.continuous.txt" in names
 
 
 def test_the_gpu_check_ends_at_its_time_limit_without_an_installed_nmtkit(tmp_path):
