@@ -34,4 +34,16 @@ class Compiled(Wrapped):
         self._step = compiled(model.decode_step, backend)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
-        return self._step(prev, state)
+        return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
+
+
+def _plain(t: torch.Tensor) -> torch.Tensor:
+    """``t`` contiguous and not a view of another tensor. The compiled step guards on its inputs' strides and, for a
+    view, on its base's sizes: a search's tensors are views at some steps (a slice, a reshape) and fresh copies at
+    others (a reorder, a merge), and each kind would be a graph of its own, compiled when a server's first lines
+    meet it. A large tensor is copied once (an encoder's states, strided as the encoder left them): the step
+    passes it on in the state it returns, so later steps meet the copy; what is copied at every step is small (the
+    previous tokens, a view of the search's)."""
+    if not t.is_contiguous():
+        return t.contiguous()
+    return t.clone() if t._base is not None else t

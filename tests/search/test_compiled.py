@@ -1,6 +1,6 @@
 """``--compile``: every architecture's decoding step compiles into graphs (not left to run uncompiled) and gives
 what the model gives; ``translate --compile`` finds the outputs of ``translate``; a server's decoder compiles
-before its first request; no C++ compiler is a one-line error."""
+before its first request, continuous batching's merged states included; no C++ compiler is a one-line error."""
 import dataclasses
 import functools
 
@@ -71,30 +71,43 @@ def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, 
 
 
 @pytest.fixture(scope="module")
-def target_attention_ckpt(corpus_dir, tmp_path_factory):
-    """A tiny ftatt-rnn (target attention: its state grows, and merges with a target memory) trained a few updates."""
-    save = tmp_path_factory.mktemp("ftatt")
-    run(["train", "--data", corpus_dir, "--save-dir", save, "--arch", "ftatt-rnn", *TINY_MODEL, "--max-steps", 10,
-         "--valid-every", 10, "--batch-size", 32])
-    return str(save / "best.pt")
+def merging_ckpts(corpus_dir, tmp_path_factory):
+    """Tiny models whose states merge, trained a few updates, by architecture: ftatt-rnn (target attention: its
+    state grows, and merges with a target memory) and the Transformer (self-attention caches)."""
+    made = {}
+    for arch, size in (("ftatt-rnn", TINY_MODEL), ("transformer", ["--d-model", 32, "--ffn-size", 64, "--heads", 2,
+                                                                   "--enc-layers", 1, "--dec-layers", 2])):
+        save = tmp_path_factory.mktemp(arch)
+        run(["train", "--data", corpus_dir, "--save-dir", save, "--arch", arch, *size, "--max-steps", 10,
+             "--valid-every", 10, "--batch-size", 32])
+        made[arch] = str(save / "best.pt")
+    return made
 
 
-def test_a_continuous_server_decoder_also_compiles_a_line_joining_a_running_search(graphs, target_attention_ckpt,
-                                                                                    monkeypatch):
+@pytest.mark.parametrize("arch", ["ftatt-rnn", "transformer"])
+def test_a_continuous_server_decoder_compiles_before_lines_join_its_running_search(graphs, merging_ckpts, arch,
+                                                                                 monkeypatch):
+    # as a server's clients keep it: three lines in flight, each line done making room for the next, which joins
+    # the running search (merged states of several sentences, of caches of every length, one sentence left)
     made, backend = graphs
     monkeypatch.setattr("nmtkit.decoding.Compiled", functools.partial(Compiled, backend=backend))
-    decoder = Decoder(DecodeSettings(models=(target_attention_ckpt,), compile=True))
+    decoder = Decoder(DecodeSettings(models=(merging_ckpts[arch],), compile=True))
     assert decoder.warm_up(continuous=True)
-    count, search, texts = len(made), decoder.continuous(), ["one hundred and three", "forty-two"]
-    search.add("a", decoder.lines(texts[:1]))
-    search.step()
-    search.add("b", decoder.lines(texts[1:]))  # (joins: a merged state)
-    found = dict(search.step())
+    count, search, found = len(made), decoder.continuous(), {}
+    texts = ["one hundred and three", "forty-two", "seven", "sixty", "three hundred and twelve", "nine", "eighty-one"]
+    waiting = list(enumerate(texts))[::-1]
+    for _ in range(3):
+        tag, text = waiting.pop()
+        search.add(tag, decoder.lines([text]))
     while search.busy:
-        found.update(search.step())
-    assert len(made) == count, "compiled again for a line joining a running search"
-    alone = Decoder(DecodeSettings(models=(target_attention_ckpt,))).translate_texts(texts)
-    assert [found[tag][0].texts for tag in "ab"] == [r.texts for r in alone]
+        for tag, results in search.step():
+            found[tag] = results[0].texts
+            if waiting:
+                tag, text = waiting.pop()
+                search.add(tag, decoder.lines([text]))
+    assert len(made) == count, "compiled again for lines joining a running search"
+    alone = Decoder(DecodeSettings(models=(merging_ckpts[arch],))).translate_texts(texts)
+    assert [found[tag] for tag in range(len(texts))] == [r.texts for r in alone]
 
 
 def test_compile_without_a_cpp_compiler_is_a_one_line_error(trained_ckpt, monkeypatch):
