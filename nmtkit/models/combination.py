@@ -190,18 +190,24 @@ class FlatCombination(JointAttention):
 
     def forward(self, s: torch.Tensor, get: Getter, sentinel: Optional[torch.Tensor] = None,
                 present: Optional[torch.Tensor] = None) -> Combined:
+        """As :meth:`Combination.forward`; ``s`` may have a multiple of the sentences' rows (of ``keys``), each
+        consecutive group of them one sentence's, which read its states together (a beam's hypotheses)."""
         q = self.query(s)
         keys, mask = get("keys"), get("mask")  # (an absent encoder's states masked by start)
-        scores = additive_scores(keys + q.unsqueeze(1), self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a
+        sentences, rows, width = keys.size(0), q.size(0), keys.size(1)
+        q = q.view(sentences, rows // sentences, 1, -1)  # [B, g, 1, A]: a sentence's rows
+        scores = additive_scores(keys.unsqueeze(1) + q, self.v)  # e^(k)_ij + Σv, Eq. 1 with shared W_a, v_a  [B, g, S]
         if self.balance:
-            scores = scores + get("offsets").to(scores.dtype)
+            scores = scores + get("offsets").unsqueeze(1).to(scores.dtype)
+        mask = mask.unsqueeze(1).expand(scores.shape)
         if sentinel is not None:  # e^(ψ)_i, Eq. 5, one more column of the joint softmax
-            scores = torch.cat([scores, additive_scores(self.energy[SENTINEL](sentinel) + q, self.v).unsqueeze(1)], 1)
-            mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], 1)
+            psi = additive_scores(self.energy[SENTINEL](sentinel).view(q.shape) + q, self.v)  # [B, g, 1]
+            scores, mask = torch.cat([scores, psi], -1), torch.cat([mask, mask.new_ones(psi.shape)], -1)
         alpha = masked_softmax(scores, mask)  # Eq. 6: sums to one over all encoders' states (and the sentinel)
-        states = alpha[:, :keys.size(1)]
         values = keys if self.value is None else get("values")
-        context = torch.bmm(states.unsqueeze(1), values).squeeze(1)  # Eq. 7
+        context = torch.bmm(alpha[..., :width], values).view(rows, -1)  # Eq. 7
+        alpha = alpha.view(rows, -1)
+        states = alpha[:, :width]
         per_encoder = dict(zip(self.names, states.split([get(f"mask.{n}").size(1) for n in self.names], 1)))
         over = [w.sum(1, keepdim=True) for w in per_encoder.values()]
         if sentinel is not None:

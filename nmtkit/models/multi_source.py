@@ -88,7 +88,8 @@ class MultiSourceDecoder(RNNDecoder):
 
     def attend_sources(self, s: torch.Tensor, query: Optional[torch.Tensor], emb: torch.Tensor,
                        state: DecoderState) -> tuple[torch.Tensor, AttentionWeights]:
-        get = lambda name: state[self._name(name)] if self._name(name) in state else state[name]
+        # (what the combination reads is static: one row per sentence, which a beam's rows read together)
+        get = lambda name: state.per_sentence(self._name(name) if self._name(name) in state else name)
         sentinel = None if self.sentinel is None else self.sentinel(emb, self._get(state, "hidden"), s)  # Eq. 4
         context, per_encoder, over = self.combination(s, get, sentinel, state[PRESENT] if PRESENT in state else None)
         first, *rest = self.combination.names
@@ -143,7 +144,7 @@ class MultiSource(RNNDecoding):
             tensors[f"memory.{name}"], tensors[f"mask.{name}"], _ = encoder.encode(batch[name])
         if self.training and self.encoder_dropout > 0 and len(self.encoders) > 1:
             tensors[PRESENT] = hidden_encoders(batch.size, len(self.encoders), self.encoder_dropout, batch.device)
-        return self.decoder.start(DecoderState(tensors, static=tensors))
+        return self.decoder.start(DecoderState(tensors, static=tensors, shared=[n for n in tensors if n != PRESENT]))
 
     def gradient_groups(self) -> dict[str, Paths]:
         """Each encoder, each per-encoder projection and attention of the combination (``energy.K``: U_a^(k) or

@@ -90,7 +90,8 @@ class RNNDecoder(nn.Module):
             entries["extra_gates"], entries["extra_out"] = self.cell.inputs["extra"](extra), self.readout.term("extra", extra)
             static += ["extra_gates", "extra_out"]
         grows = {self._name("tmemory"), self._name("tkeys")} if self.target_attention is not None else set()
-        shared = {self._name(k) for k in keys} if "memory" in state.shared else set()  # (keys of a shared memory)
+        # keys of sources held once per sentence are held so too
+        shared = {self._name(k) for k in keys} if state.static and state.static <= state.shared else set()
         return DecoderState({**state.tensors, **{self._name(k): v for k, v in entries.items()}},
                             state.static | {self._name(k) for k in static}, state.grows | grows, state.beams,
                             state.shared | shared)

@@ -5,12 +5,13 @@ import torch
 from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import EOS
 from nmtkit.models.attention import MLPAttention
+from nmtkit.models.combination import FlatCombination
 from nmtkit.models.luong_attention import LuongAttention
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.state import DecoderState
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.search.ensemble import Ensemble
-from tests.models.test_contract import ARCHS, batch, tiny
+from tests.models.test_contract import ARCHS, COMBINATIONS, batch, tiny
 from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
 
@@ -112,14 +113,17 @@ def test_a_step_reads_the_device_once_until_hypotheses_finish():
     assert reads.steps[-1] > 1
 
 
-#: the models whose attention over the encoder reads a memory per hypothesis (their combinations of attentions)
-READS_PER_ROW = {"multi-source"}
+#: every architecture at each combination, and flat's and hierarchical's terms of their own (a sentinel, the offsets)
+BEAM_CASES = [*COMBINATIONS, ("multi-source", {"combination": "flat", "sentinel": True, "balance_encoders": True}),
+              ("multi-source", {"sentinel": True}), ("ensemble of two transformers", {})]
 
 
-@pytest.mark.parametrize("arch", [*ARCHS, "ensemble of two transformers"])
-def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, monkeypatch):
-    m, b = tiny(arch) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
-                                                     [0.5, 0.5], [{"src": "src"}] * 2), batch()
+@pytest.mark.parametrize("arch,over", BEAM_CASES,
+                         ids=[" ".join([arch, *(f"{k}={v}" for k, v in over.items())]) for arch, over in BEAM_CASES])
+def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, over,
+                                                                                               monkeypatch):
+    m, b = tiny(arch, **over) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
+                                                             [0.5, 0.5], [{"src": "src"}] * 2), batch()
     shared, beams, once = [], [], []
 
     def attend_memory(att, x, keys_values, *rest):  # (records whether rows shared a sentence's memory)
@@ -140,6 +144,12 @@ def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_h
     luong_forward = LuongAttention.forward
     monkeypatch.setattr(LuongAttention, "forward", luong)
 
+    def flat(combination, s, get, *rest):  # (and for flat's joint attention over every encoder's states)
+        shared.append(s.size(0) != get("keys").size(0))
+        return flat_forward(combination, s, get, *rest)
+    flat_forward = FlatCombination.forward
+    monkeypatch.setattr(FlatCombination, "forward", flat)
+
     def decode_step(prev, state):  # (records how the rows of every step's state are said to be grouped, and whether
         beams.append(state.beams)  # it holds the encoder's states once per sentence)
         once.append(bool(state.shared) and all(state[n].size(0) * state.beams == state.batch_size for n in state.shared))
@@ -152,8 +162,8 @@ def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_h
                             reorder(state, index, within_sentences))
         shared_before, shared[:], beams_before, beams[:], once_before = list(shared), [], list(beams), [], list(once)
         per_row = beam_search(m, b, beam_size=3, n_best=3, attention=True)
-    assert any(shared_before) == (arch not in READS_PER_ROW) and not any(shared)
-    assert all(once_before) == (arch not in READS_PER_ROW)
+    assert any(shared_before) and not any(shared)
+    assert all(once_before)
     assert set(beams_before) == {3} and set(beams) == {1}
     for want, got in zip(per_row, grouped, strict=True):
         assert [h.tokens for h in got] == [h.tokens for h in want]
