@@ -218,9 +218,9 @@ class Decoder:
         """Where the decoding step is compiled (``compile``) and the model reads text: decode made-up lines, one
         alone and then two together, by the settings' search and, where that is a beam search, greedily too (a
         server's request may ask for ``"beam": 1``), and with ``continuous`` one line joining the running search
-        of another, where the settings allow continuous batching; so that the compilations of the first shapes (the
-        first steps, whose target memory has no or one position; a merged state) happen now, not in the first lines
-        a server is sent; whether it did."""
+        of another, where the settings allow continuous batching; so that the compilations of the first shapes (a
+        batch of one line and of more, each search, a merged state) happen now, not in the first lines a server is
+        sent; whether it did."""
         readers = getattr(self.sources[0], "sources", {}).values()
         if not self.settings.compile or not readers or not all(isinstance(s, TextSource) for s in readers):
             return False

@@ -5,7 +5,7 @@ a pass over memory and a call through PyTorch's dispatcher; Inductor fuses the e
 generated C++ and calls the matrix products directly. The outputs are those of the model uncompiled (to rounding);
 the first steps cost the compilation (seconds on a tiny model, about a minute on a large one; Inductor keeps what
 it built in its cache on disk, so that a second run starts sooner), and a few more shapes compile once each (a
-state of one position, a batch of one row). What it gains, measured: bench/README.md, "Decoding compiled".
+batch of one sentence, a merged state); a search's first two steps run uncompiled. What it gains, measured: bench/README.md, "Decoding compiled".
 """
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from nmtkit.search.wrapped import Wrapped
 
 class Compiled(Wrapped):
     """``model`` with its ``decode_step`` compiled (``backend``: Inductor unless a test gives another), the rest
-    as it is: encoding runs once a sentence, a small share of the time."""
+    as it is: encoding runs once a sentence, a small share of the time. A step whose growing tensors (a target
+    memory, self-attention caches) hold no or one position runs uncompiled: each of those sizes would be a graph
+    of its own (the compiler specialises sizes 0 and 1), twice as many graphs to compile for two steps a search."""
 
     #: compilations of one function that the process allows (PyTorch's default: 8, then it runs the function
     #: uncompiled): the models of one class share their ``decode_step``, and each compiles a few shapes
@@ -34,6 +36,8 @@ class Compiled(Wrapped):
         self._step = compiled(model.decode_step, backend)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
+        if any(state[name].size(-2) < 2 for name in state.grows):  # (see the class: a search's first two steps)
+            return self.model.decode_step(prev, state)
         return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
 
 

@@ -30,10 +30,18 @@ def test_every_architecture_compiles_its_decoding_step_and_decodes_as_uncompiled
         assert w.keys() == g.keys(), step
         for name in w:
             torch.testing.assert_close(g[name], w[name], atol=0, rtol=0, msg=f"attention {name} at step {step}")
-    # the first steps (a target memory of no and one position) compile once each; later steps reuse the last graph
+    # compiled once: later steps, and another run, reuse the graphs
     count = len(made)
     step_by_step(Compiled(m, backend), b)
     assert len(made) == count
+
+
+@pytest.mark.parametrize("arch", ["transformer", "ftatt-rnn"])
+def test_a_search_s_first_two_steps_run_uncompiled(graphs, arch):
+    # (growing tensors of no and one position: sizes the compiler specialises, each a graph of its own)
+    made, backend = graphs
+    step_by_step(Compiled(tiny(arch), backend), batch())
+    assert len(made) == 1
 
 
 def test_translate_compile_finds_the_outputs_of_translate(graphs, trained_ckpt, monkeypatch):
