@@ -72,27 +72,26 @@ class Ensemble(Seq2Seq):
         return Batch({own: batch[name] for own, name in self.streams[k].items()}, batch.tgt_in, batch.tgt_out)
 
     def encode(self, batch: Batch) -> DecoderState:
-        tensors: dict[str, torch.Tensor] = {}
-        static: list[str] = []
-        shared: list[str] = []
-        for k, member in enumerate(self.models):
-            state = member.encode(self._member_batch(k, batch))
-            tensors.update({f"{k}.{name}": t for name, t in state.tensors.items()})
-            static.extend(f"{k}.{name}" for name in state.static)
-            shared.extend(f"{k}.{name}" for name in state.shared)
-        return DecoderState(tensors, static, shared=shared)
+        """The members' states in one, member k's tensor ``name`` as ``k.name``, each declared (static, growing,
+        shared) as the member declares it."""
+        states = [member.encode(self._member_batch(k, batch)) for k, member in enumerate(self.models)]
+
+        def named(kind: str) -> list[str]:
+            return [f"{k}.{name}" for k, s in enumerate(states) for name in getattr(s, kind)]
+        return DecoderState({f"{k}.{name}": t for k, s in enumerate(states) for name, t in s.tensors.items()},
+                            named("static"), named("grows"), shared=named("shared"))
 
     def _split(self, state: DecoderState) -> list[DecoderState]:
-        """Each member's own state out of the ensemble's (which are static matters to the reorder only; which are
-        shared, to the members' reading)."""
+        """Each member's own state out of the ensemble's, declared as :meth:`encode` declared it."""
         parts: list[dict[str, torch.Tensor]] = [{} for _ in self.members]
-        shared: list[set[str]] = [set() for _ in self.members]
         for name, t in state.tensors.items():
             k, _, own = name.partition(".")
             parts[int(k)][own] = t
-            if name in state.shared:
-                shared[int(k)].add(own)
-        return [DecoderState(p, beams=state.beams, shared=s) for p, s in zip(parts, shared)]
+
+        def declared(kind: str, k: int) -> set[str]:
+            return {name.partition(".")[2] for name in getattr(state, kind) if name.partition(".")[0] == str(k)}
+        return [DecoderState(part, declared("static", k), declared("grows", k), state.beams, declared("shared", k))
+                for k, part in enumerate(parts)]
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         total: Optional[torch.Tensor] = None

@@ -13,6 +13,7 @@ from torch._inductor.compile_fx import compile_fx
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.errors import NmtkitError
 from nmtkit.search.compiled import Compiled
+from nmtkit.search.ensemble import Ensemble
 from tests.conftest import TINY_MODEL, run
 from tests.models.decoding import step_by_step
 from tests.models.test_contract import ARCHS, batch, tiny
@@ -36,12 +37,15 @@ def test_every_architecture_compiles_its_decoding_step_and_decodes_as_uncompiled
     assert len(made) == count
 
 
-@pytest.mark.parametrize("arch", ["transformer", "ftatt-rnn"])
-def test_a_search_s_first_two_steps_run_uncompiled(graphs, arch):
-    # (growing tensors of no and one position: sizes the compiler specialises, each a graph of its own)
+@pytest.mark.parametrize("arch,pieces", [("transformer", 1), ("ftatt-rnn", 1), ("ensemble of two transformers", 2)])
+def test_a_search_s_first_two_steps_run_uncompiled(graphs, arch, pieces):
+    # (growing tensors of no and one position: sizes the compiler specialises, each a graph of its own); one step's
+    # graph, in the pieces it breaks into (the ensemble's: at a read from the host)
     made, backend = graphs
-    step_by_step(Compiled(tiny(arch), backend), batch())
-    assert len(made) == 1
+    model = tiny(arch) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
+                                                      [0.5, 0.5], [{"src": "src"}] * 2)
+    step_by_step(Compiled(model, backend), batch())
+    assert len(made) == pieces
 
 
 def test_translate_compile_finds_the_outputs_of_translate(graphs, trained_ckpt, monkeypatch):
