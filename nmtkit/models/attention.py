@@ -78,21 +78,17 @@ class MLPAttention(nn.Module):
         reading their sentence's memory: :attr:`nmtkit.models.state.DecoderState.shared`)."""
         q = self.query(query) if self.query is not None else query
         rows, sentences = q.size(0), keys.size(0)
-        if q.dim() == 2 and rows != sentences:  # [B, g, S, A]: each sentence's g queries against its positions
-            scores = additive_scores(keys.unsqueeze(1) + q.view(sentences, rows // sentences, 1, -1), self.v)
-            weights = masked_softmax(scores, None if mask is None else mask.unsqueeze(1), self.empty_rows)
-            return torch.bmm(weights, memory).view(rows, -1), weights.view(rows, -1)
-        steps = q.dim() == 3
-        if steps:  # [B, T, S, A]: every step against every position
-            q, keys = q.unsqueeze(2), keys.unsqueeze(1)
-            mask = None if mask is None else mask.unsqueeze(1)
-        else:
-            q = q.unsqueeze(1)
-        scores = additive_scores(keys + q, self.v)  # e_ij + Σv
-        weights = masked_softmax(scores, mask, self.empty_rows)  # alpha_ij, target-target-attention.txt Eq. 4
-        if steps:
-            return torch.bmm(weights, memory), weights
-        return torch.bmm(weights.unsqueeze(1), memory).squeeze(1), weights  # c_i = sum_j alpha_ij h_j, Eq. 5
+        if q.dim() == 3:  # [B, T, S, A]: every step against every position
+            q = q.unsqueeze(2)
+        else:  # [B, g, S, A]: each memory row's g queries (g = 1 but in a beam search) against its positions
+            q = q.view(sentences, rows // max(sentences, 1), 1, q.size(-1))
+        scores = additive_scores(keys.unsqueeze(1) + q, self.v)  # e_ij + Σv
+        # alpha_ij and c_i = sum_j alpha_ij h_j (target-target-attention.txt Eq. 4-5)
+        weights = masked_softmax(scores, None if mask is None else mask.unsqueeze(1), self.empty_rows)
+        context = torch.bmm(weights, memory)
+        if query.dim() == 3:
+            return context, weights
+        return context.view(rows, -1), weights.view(rows, -1)
 
 
 class TargetAttention(MLPAttention):
