@@ -5,7 +5,8 @@ a pass over memory and a call through PyTorch's dispatcher; Inductor fuses the e
 generated C++ and calls the matrix products directly. The outputs are those of the model uncompiled (to rounding);
 the first steps cost the compilation (seconds on a tiny model, about a minute on a large one; Inductor keeps what
 it built in its cache on disk, so that a second run starts sooner), and a few more shapes compile once each (a
-batch of one sentence, a merged state); a search's first two steps run uncompiled. What it gains, measured: bench/README.md, "Decoding compiled".
+batch of one sentence, a merged state); a search's first two steps run uncompiled. What it gains, measured:
+bench/README.md, "Decoding compiled".
 """
 from __future__ import annotations
 
