@@ -3,7 +3,8 @@
 First ``nmtkit translate`` decodes the sentences (batch 32) for the reference outputs and its speed (model loading
 excluded, from its log); then one ``nmtkit serve`` process answers 1, 4 and 16 concurrent clients in turn (the
 ``--clients`` counts), each phase sending every sentence once as its own request. For each phase: sentences/s, the
-ratio to translate's, p50/p99 latency, and every answer checked against translate's output for its sentence (none
+ratio to translate's, p50/p99 latency, the server's mean batch (with ``--continuous``, the lines a search step
+carries, on average), and every answer checked against translate's output for its sentence (none
 lost, none mixed up: an answer that is another sentence's translation is mixed up; one that is neither is counted
 apart, as a sentence decoded otherwise in another batch). Bounded in count
 (``--lines``) and time (``--time-limit`` per phase: what is left unsent is reported).
@@ -157,11 +158,15 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
         t.join()
     seconds = time.perf_counter() - start
     after, (main_cpu_after, server_cpu_after) = health(url), cpu_seconds(server_pid)
-    batches = max(1, after["batches"] - before["batches"])
+    steps = after.get("steps", 0) - before.get("steps", 0)  # (continuous batching: its mean batch is a step's)
+    if steps:
+        mean_batch = (after["step_lines"] - before["step_lines"]) / steps
+    else:
+        mean_batch = (after["lines"] - before["lines"]) / max(1, after["batches"] - before["batches"])
     return {"clients": clients, **counts, "unsent": len(todo), "seconds": round(seconds, 2),
             "sentences_per_s": round(counts["answered"] / seconds, 2),
             "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1),
-            "mean_batch": round((after["lines"] - before["lines"]) / batches, 2),
+            "mean_batch": round(mean_batch, 2),
             "decoding": round((after["decoding_s"] - before["decoding_s"]) / seconds, 3),
             "server_cpu_s": round(server_cpu_after - server_cpu, 2),
             "server_main_cpu_s": round(main_cpu_after - main_cpu, 2),

@@ -148,10 +148,12 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     @app.get("/health")
     async def health() -> dict:
         """Whether the server is up, and how busy: requests waiting and in flight, the decoding workers, and since it
-        started, the batches decoded, their lines and the seconds spent decoding them (summed over the workers)."""
+        started, the batches decoded, their lines and the seconds spent decoding them (summed over the workers), and
+        continuous batching's search steps and the lines in them (summed over steps)."""
         return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight,
                 "workers": batcher.workers,
-                "batches": batcher.batches, "lines": batcher.lines, "decoding_s": round(batcher.decoding_s, 3)}
+                "batches": batcher.batches, "lines": batcher.lines, "decoding_s": round(batcher.decoding_s, 3),
+                "steps": batcher.steps, "step_lines": batcher.step_lines}
 
     @app.get("/models")
     async def models() -> dict:

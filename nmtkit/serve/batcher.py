@@ -75,6 +75,7 @@ class Batcher:
         self.finished = threading.Event()  #: set when the worker has ended
         self.in_flight = 0  #: jobs submitted and not done
         self.batches = self.lines = 0  #: batches decoded so far (continuous searches: each run until drained), their lines
+        self.steps = self.step_lines = 0  #: continuous searches' steps so far, and the lines in them, summed over steps
         self.decoding_s = 0.0  #: seconds spent decoding them, summed over workers (against the time up: how busy)
         self._lock = threading.Lock()
 
@@ -179,6 +180,7 @@ class Batcher:
                     job, was_held, stopping = self._poll()
             if not search.busy:
                 break
+            self.steps, self.step_lines = self.steps + 1, self.step_lines + lines
             try:
                 done = search.step()
             except Exception as e:  # every job in the search gets the error (the log its traceback); the worker goes on

@@ -169,6 +169,7 @@ def test_health_models_page_and_api_docs(url):
     after = httpx.get(f"{url}/health").json()
     assert (after["batches"] - before["batches"], after["lines"] - before["lines"]) == (1, 2)
     assert after["decoding_s"] > before["decoding_s"]
+    assert (after["steps"], after["step_lines"]) == (0, 0)  # (no continuous batching)
     models = httpx.get(f"{url}/models").json()["models"]
     assert [(m["name"], m["arch"], m["default"], m["beam"]) for m in models] == \
         [("tiny", "rnnsearch", True, 3), ("other", "rnnsearch", False, 3)]
@@ -205,6 +206,7 @@ def test_with_continuous_batching_concurrent_clients_get_what_batches_give(decod
         concurrent_clients(address, decoder)
         health = httpx.get(f"{address}/health").json()
     assert health["lines"] == sum(1 + i % 3 for i in range(24)) and health["in_flight"] == 0
+    assert health["steps"] and health["steps"] <= health["step_lines"] <= 6 * health["steps"]  # (max_batch lines a step)
 
 
 def on_decoding(batcher, call) -> None:

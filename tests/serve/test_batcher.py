@@ -220,6 +220,7 @@ def test_jobs_join_a_running_search_and_are_answered_as_soon_as_their_lines_are_
     assert (long.batched_with, short.batched_with) == (1, 3)
     assert steps.added == [[b"aaaa"], [b"bb", b"c"]] and batcher.in_flight == 0
     assert (batcher.batches, batcher.lines) == (1, 3)
+    assert (batcher.steps, batcher.step_lines) == (4, 1 + 3 + 3 + 1)  # (the short job's two lines in steps 2 and 3)
     batcher.stop(10)
 
 
