@@ -29,8 +29,8 @@ class Compiled(Wrapped):
     On a CPU the step compiles with its weights frozen (Inductor's ``freezing``, set while the step runs, since the
     compiler reads it as it traces as well as when it builds): the weights are the graphs' constants, and Inductor
     packs the matrix products' for oneDNN, where compiled without it they were left to slower kernels than the
-    uncompiled step's own packed ones (``for_inference``'s ``pack``). Each graph holds its own packed copy of the
-    weights. Elsewhere (a GPU) they are not frozen: unmeasured there."""
+    uncompiled step's own packed ones (``for_inference``'s ``pack``). It costs memory and a longer warm-up
+    (bench/README.md, "Decoding compiled, frozen"). Elsewhere (a GPU) they are not frozen: unmeasured there."""
 
     #: compilations of one function that the process allows (PyTorch's default: 8, then it runs the function
     #: uncompiled): the models of one class share their ``decode_step``, and each compiles a few shapes

@@ -54,10 +54,10 @@ def test_translate_compile_finds_the_outputs_of_translate(trained_ckpt):
     torch._dynamo.reset()
     # Inductor itself, which on a CPU multiplies by weights frozen into its graphs and packed for oneDNN's kernels
     # (freezing, which the compiler must see as it traces: the linear layers' products are otherwise left unpacked)
-    compiled, code = run_and_get_code(run, ["translate", "-m", trained_ckpt, "--n-best", 2, "--compile"], input=lines)
+    result, code = run_and_get_code(run, ["translate", "-m", trained_ckpt, "--n-best", 2, "--compile"], input=lines)
     torch._dynamo.reset()
     assert "mkldnn._linear_pointwise" in "\n".join(code)
-    compiled = compiled.stdout
+    compiled = result.stdout
     assert len(plain.splitlines()) == len(compiled.splitlines()) == 10
     for want, got in zip(plain.splitlines(), compiled.splitlines()):
         want_fields, got_fields = want.split(" ||| "), got.split(" ||| ")
@@ -131,4 +131,3 @@ def test_compile_without_a_cpp_compiler_is_a_one_line_error(trained_ckpt, monkey
         assert r.exit_code == 2 and "install g++" in r.stderr
     finally:
         cpp_builder.cpp_compiler_search.cache_clear()
-
