@@ -8,11 +8,15 @@ the heads or of one head.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+#: a decoder's earlier keys and values ``[B, heads, T, d_head]``, as a function appending a step's to them (each
+#: along dimension 2): what incremental self-attention attends to
+Cache = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 class MultiHeadAttention(nn.Module):
@@ -45,16 +49,15 @@ class MultiHeadAttention(nn.Module):
         return self._split(k), self._split(v)
 
     def self_attend(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, causal: bool = False,
-                    cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None
-                    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        """Self-attention of ``x [B, T, d]``: its output and its keys and values (with ``cache``, the keys and
-        values of earlier steps, those of ``x`` appended: incremental decoding, where every earlier position is
-        visible and ``causal`` is not needed). ``mask`` hides an encoder's padding; ``causal`` hides a decoder's
-        later positions (and so its padding, which follows its tokens): one or the other. Nothing asks for the
-        weights of self-attention: it always runs fused."""
+                    cache: Optional[Cache] = None) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Self-attention of ``x [B, T, d]``: its output and its keys and values (with ``cache``, which appends them
+        to the keys and values of earlier steps: incremental decoding, where every earlier position is visible and
+        ``causal`` is not needed). ``mask`` hides an encoder's padding; ``causal`` hides a decoder's later
+        positions (and so its padding, which follows its tokens): one or the other. Nothing asks for the weights of
+        self-attention: it always runs fused."""
         q, k, v = self.qkv(x).view(x.size(0), x.size(1), 3, self.heads, self.d_head).permute(2, 0, 3, 1, 4).unbind(0)
         if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+            k, v = cache(k, v)
         if causal and mask is not None:
             raise ValueError("causal self-attention takes no mask")
         out, _ = self.attend(q, k, v, mask, False, causal=causal)

@@ -9,6 +9,10 @@ from torch.nn import functional as F
 #: the state tensor holding, per row, the first target position that is its own (``[B]``, long): rows of a state
 #: merged from states at different steps (:meth:`DecoderState.merged`) have their growing tensors padded on the left
 START = "target_start"
+#: the state tensor holding, per row, the row of the growing tensors named in ``deferred`` that it is still to take
+#: (``[B]``, long): recorded by :meth:`DecoderState.reorder` instead of copying them, and taken as the decoder
+#: appends the next position (:meth:`DecoderState.grown`), one copy a step where there were two
+PENDING = "target_rows"
 
 
 class DecoderState:
@@ -34,16 +38,23 @@ class DecoderState:
     Static tensors named in ``shared`` are stored once per sentence: ``batch_size // beams`` rows, which the
     sentence's rows share (a Transformer's keys and values of its encoder's states), so that the beams neither copy
     them when a search starts, nor when sentences leave or join it. A decoder reads them with :meth:`per_sentence`.
+
+    Growing tensors named in ``deferred`` are reordered by the decoder's next step, which takes each row's as it
+    appends the step's position (:meth:`grown`, one copy where a reorder and an append were two): :meth:`reorder`
+    records the rows (:data:`PENDING`) instead of copying them, and the step gives back its grown tensors
+    (:meth:`stepped`). Only a decoder that reads them in no other way (a Transformer's self-attention caches)
+    declares them; anything else reads a state's tensors as rows after :meth:`settled`.
     """
 
-    __slots__ = ("tensors", "static", "grows", "beams", "shared")
+    __slots__ = ("tensors", "static", "grows", "beams", "shared", "deferred")
 
     def __init__(self, tensors: Mapping[str, torch.Tensor], static: Iterable[str] = (), grows: Iterable[str] = (),
-                 beams: int = 1, shared: Iterable[str] = ()):
+                 beams: int = 1, shared: Iterable[str] = (), deferred: Iterable[str] = ()):
         self.tensors = dict(tensors)
         self.shared = frozenset(shared)
         self.static = frozenset(static) | self.shared
         self.grows = frozenset(grows)
+        self.deferred = frozenset(deferred) & self.grows
         self.beams = beams
 
     def __getitem__(self, name: str) -> torch.Tensor:
@@ -61,7 +72,7 @@ class DecoderState:
         """A state of ``tensors`` whose names this one declares (static, growing, shared) as this one does, with
         ``beams`` and ``static`` if given (default: this one's)."""
         return DecoderState(tensors, self.static if static is None else static, self.grows,
-                            self.beams if beams is None else beams, self.shared)
+                            self.beams if beams is None else beams, self.shared, self.deferred)
 
     def per_sentence(self, name: str) -> torch.Tensor:
         """Static tensor ``name`` with one row per sentence (of every ``beams`` rows, the first's)."""
@@ -74,15 +85,54 @@ class DecoderState:
         With ``within_sentences`` the caller promises that every row moves to a row of the
         same sentence, so static tensors are kept as they are; with ``beams``, that the new rows come in
         consecutive groups of that many per sentence (see the class): a shared tensor's row of each group is its
-        first row's sentence's.
+        first row's sentence's. The ``deferred`` tensors keep their rows: the rows to take are recorded
+        (:data:`PENDING`).
         """
         def moved(name: str, t: torch.Tensor) -> torch.Tensor:
             if name in self.shared:
                 same = within_sentences and beams == self.beams
                 return t if same else t.index_select(0, index[::beams] // self.beams)
+            if name in self.deferred:
+                return t
             return t if within_sentences and name in self.static else t.index_select(0, index)
 
-        return self.like({name: moved(name, t) for name, t in self.tensors.items()}, beams)
+        tensors = {name: moved(name, t) for name, t in self.tensors.items()}  # (PENDING's rows are moved too)
+        if self.deferred and PENDING not in self.tensors:
+            tensors[PENDING] = index
+        return self.like(tensors, beams)
+
+    def grown(self, name: str, new: torch.Tensor) -> torch.Tensor:
+        """Growing tensor ``name`` of each row, ``new`` (``[B, ..., steps, d]``) appended along its second-last
+        dimension: for a ``deferred`` one, its rows taken as :meth:`reorder` recorded, in the same copy (compiled,
+        the gather and the append as one expression, which the compiler makes one loop)."""
+        t, rows = self.tensors[name], self.tensors.get(PENDING)
+        if rows is None or name not in self.deferred:
+            return torch.cat([t, new], -2)
+        if torch.compiler.is_compiling():
+            return torch.cat([t.index_select(0, rows), new], -2)
+        steps = t.size(-2)
+        out = t.new_empty(rows.size(0), *t.shape[1:-2], steps + new.size(-2), t.size(-1))
+        torch.index_select(t, 0, rows, out=out[..., :steps, :])
+        out[..., steps:, :] = new
+        return out
+
+    def stepped(self, **updates: torch.Tensor) -> "DecoderState":
+        """The state after a decoder's step: :meth:`replace` with ``updates``, every ``deferred`` tensor among them
+        (:meth:`grown`: the recorded rows taken)."""
+        if self.deferred - updates.keys():
+            raise ValueError(f"a step gave back none of {sorted(self.deferred - updates.keys())}: their rows would be lost")
+        tensors = {**self.tensors, **updates}
+        tensors.pop(PENDING, None)  # (not a filtering loop: compiled, its order of names would be a guard)
+        return self.like(tensors)
+
+    def settled(self) -> "DecoderState":
+        """The state with every tensor's rows its own: the rows :meth:`reorder` recorded for the ``deferred`` tensors
+        taken (a copy), as code reading the tensors other than by :meth:`grown` needs them."""
+        rows = self.tensors.get(PENDING)
+        if rows is None:
+            return self
+        return self.like({n: t.index_select(0, rows) if n in self.deferred else t for n, t in self.tensors.items()
+                          if n != PENDING})
 
     @staticmethod
     def merged(states: Sequence["DecoderState"]) -> "DecoderState":
@@ -91,6 +141,7 @@ class DecoderState:
         :data:`START` records where each row's own positions begin; every other tensor is padded with zeros on the
         right (past a shorter input's end, where its mask is False). A decoder with growing tensors masks the
         positions before ``START`` (:func:`target_mask`). Positions that no row owns any more are dropped."""
+        states = [s.settled() for s in states]
         first = states[0]
         names = set(first.tensors) - {START}
         if any(set(s.tensors) - {START} != names or s.grows != first.grows or s.shared != first.shared for s in states):
@@ -138,7 +189,8 @@ class DecoderState:
 
     @property
     def batch_size(self) -> int:
-        return next(t.size(0) if n not in self.shared else t.size(0) * self.beams for n, t in self.tensors.items())
+        return next(t.size(0) if n not in self.shared else t.size(0) * self.beams for n, t in self.tensors.items()
+                    if n not in self.deferred)  # (whose rows may be those before a reorder)
 
 
 def target_mask(state: DecoderState, steps: int) -> Optional[torch.Tensor]:

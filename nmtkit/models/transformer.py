@@ -25,7 +25,7 @@ from nmtkit.data.batching import Batch, Stream
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.errors import NmtkitError
-from nmtkit.models.multihead import MultiHeadAttention
+from nmtkit.models.multihead import Cache, MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import START, DecoderState, target_mask
@@ -133,7 +133,7 @@ class DecoderLayer(nn.Module):
         return self.sub.after(1, y, a), w
 
     def forward(self, y: torch.Tensor, memory: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, ...],
-                cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None, weights: bool = False,
+                cache: Optional[Cache] = None, weights: bool = False,
                 head: Optional[int] = None, cache_mask: Optional[torch.Tensor] = None
                 ) -> tuple[torch.Tensor, Optional[Weights], tuple[torch.Tensor, torch.Tensor]]:
         """The layer over a target prefix ``y`` (all of it, causally; or, with ``cache``, the new step, which sees
@@ -219,7 +219,9 @@ class DecoderStack(nn.Module):
         cache_mask = None if own is None else own[:, None, None, :]
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
-            y, w, (k, v) = layer(y, tuple(state.per_sentence(n) for n in names), masks, cache=(state[self_k], state[self_v]),
+            def cache(k: torch.Tensor, v: torch.Tensor, grown: tuple[str, str] = (self_k, self_v)) -> tuple[torch.Tensor, ...]:
+                return state.grown(grown[0], k), state.grown(grown[1], v)  # (taking the rows a reorder recorded)
+            y, w, (k, v) = layer(y, tuple(state.per_sentence(n) for n in names), masks, cache=cache,
                                  weights=self._shows(i, weights), head=self.shown_head, cache_mask=cache_mask)
             shown = w if w is not None else shown
             updates[self_k], updates[self_v] = k, v
@@ -382,8 +384,9 @@ class Transformer(Seq2Seq):
         tensors = self.decoder.start(self.decoder.memory(memory), mask)
         first = batch[self.inputs[0]]
         sources = torch.full_like(first.lengths, first.data.size(1))  # S of every row, for attention()
-        return DecoderState({**tensors, "sources": sources}, static=["sources"], grows=self.decoder.growing(tensors),
-                            shared=self.decoder.statics(tensors))
+        grows = self.decoder.growing(tensors)
+        return DecoderState({**tensors, "sources": sources}, static=["sources"], grows=grows,
+                            shared=self.decoder.statics(tensors), deferred=grows)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         steps = self.decoder.steps_done(state)
@@ -392,7 +395,7 @@ class Transformer(Seq2Seq):
             own = self.positions.at((steps - state[START]).unsqueeze(1), steps + 1)
         y = self._embed(self.tgt_emb, prev.unsqueeze(1), offset=steps, positions=own)
         h, updates, w = self.decoder.step(y, state, self.weights_wanted)
-        return torch.log_softmax(self.output(h).float(), dim=-1), state.replace(**updates), \
+        return torch.log_softmax(self.output(h).float(), dim=-1), state.stepped(**updates), \
             self.attention(w, int(state["sources"][0]) if w is not None else 0)
 
 

@@ -16,7 +16,7 @@ import torch
 
 from nmtkit.compiling import compiled
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
-from nmtkit.models.state import DecoderState
+from nmtkit.models.state import PENDING, DecoderState
 from nmtkit.search.wrapped import Wrapped
 
 
@@ -49,6 +49,8 @@ class Compiled(Wrapped):
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if any(state[name].size(-2) < 2 for name in state.grows):  # (see the class: a search's first two steps)
             return self.model.decode_step(prev, state)
+        if state.deferred and PENDING not in state:  # (rows recorded or not, one kind of state: one graph)
+            state = state.replace(**{PENDING: torch.arange(state.batch_size, device=prev.device)})
         with self._settings:
             return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
 

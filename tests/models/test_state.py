@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from nmtkit.models.state import START, DecoderState, target_mask
+from nmtkit.models.state import PENDING, START, DecoderState, target_mask
 
 
 def test_reorder_selects_rows_of_every_tensor():
@@ -77,3 +77,35 @@ def test_shared_tensors_hold_one_row_a_sentence_through_reorders_and_merges():
     assert merged.beams == 3 and merged["kv"].tolist() == [[20.0], [10.0], [20.0]] and merged.batch_size == 9
     mixed = DecoderState.merged([rows, left])
     assert mixed.beams == 1 and mixed["kv"].tolist() == [[20.0], [10.0], [20.0], [20.0], [20.0]]
+
+
+def _deferred(deferred=("kv",)):
+    """Four rows: a cache ``kv [4, 2, 3, 1]`` (each row's value its number, by position) deferred or not, a hidden
+    state ``h``."""
+    kv = torch.arange(4.0).view(4, 1, 1, 1) * 10 + torch.arange(3.0).view(1, 1, 3, 1)
+    return DecoderState({"kv": kv.expand(4, 2, 3, 1).contiguous(), "h": torch.arange(4.0)}, grows={"kv"},
+                        deferred=deferred)
+
+
+def test_deferred_tensors_take_the_rows_of_every_reorder_as_the_next_position_is_appended():
+    index, again = torch.tensor([2, 0, 0, 3]), torch.tensor([1, 3, 0])  # (rows repeated and dropped, twice)
+    eager, state = _deferred(()).reorder(index).reorder(again), _deferred()
+    lazy = state.reorder(index).reorder(again)
+    assert lazy["kv"] is state["kv"]  # (not copied: its rows recorded)
+    assert lazy[PENDING].tolist() == [0, 3, 2] and lazy.batch_size == eager.batch_size == 3
+    assert torch.equal(lazy["h"], eager["h"])
+    new = torch.full((3, 2, 1, 1), -1.0)
+    grown = lazy.grown("kv", new)
+    assert torch.equal(grown, torch.cat([eager["kv"], new], 2)) and torch.equal(grown, eager.grown("kv", new))
+    stepped = lazy.stepped(kv=grown, h=lazy["h"] + 1)
+    assert PENDING not in stepped and stepped.deferred == {"kv"} and torch.equal(stepped["kv"], grown)
+    settled = lazy.settled()
+    assert PENDING not in settled and torch.equal(settled["kv"], eager["kv"])
+    with pytest.raises(ValueError, match="kv"):  # (a step that kept the old rows would lose the recorded ones)
+        lazy.stepped(h=lazy["h"])
+
+
+def test_merged_takes_the_recorded_rows_of_deferred_tensors_first():
+    a, b = _deferred().reorder(torch.tensor([3, 1])), _deferred().reorder(torch.tensor([2]))
+    m = DecoderState.merged([a, b])
+    assert PENDING not in m and m["kv"][:, 0, :, 0].tolist() == [[30, 31, 32], [10, 11, 12], [20, 21, 22]]
