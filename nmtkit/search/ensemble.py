@@ -25,7 +25,7 @@ from torch import nn
 from nmtkit.data.batching import Batch
 from nmtkit.errors import NmtkitError
 from nmtkit.models.seq2seq import AttentionWeights, Seq2Seq
-from nmtkit.models.state import DecoderState
+from nmtkit.models.state import PENDING, DecoderState
 from nmtkit.search.sources import Inputs, Line, Source, StreamSources
 
 StreamNames = dict[str, str]  #: a member's input streams -> the ensemble batch's streams they are read from
@@ -73,25 +73,31 @@ class Ensemble(Seq2Seq):
 
     def encode(self, batch: Batch) -> DecoderState:
         """The members' states in one, member k's tensor ``name`` as ``k.name``, each declared (static, growing,
-        shared) as the member declares it."""
+        shared, deferred) as the member declares it."""
         states = [member.encode(self._member_batch(k, batch)) for k, member in enumerate(self.models)]
 
         def named(kind: str) -> list[str]:
             return [f"{k}.{name}" for k, s in enumerate(states) for name in getattr(s, kind)]
         return DecoderState({f"{k}.{name}": t for k, s in enumerate(states) for name, t in s.tensors.items()},
-                            named("static"), named("grows"), shared=named("shared"))
+                            named("static"), named("grows"), shared=named("shared"), deferred=named("deferred"))
 
     def _split(self, state: DecoderState) -> list[DecoderState]:
-        """Each member's own state out of the ensemble's, declared as :meth:`encode` declared it."""
+        """Each member's own state out of the ensemble's, declared as :meth:`encode` declared it; the rows a
+        reorder recorded (:data:`PENDING`, the ensemble's) go to each member that defers tensors, whose step takes
+        them."""
         parts: list[dict[str, torch.Tensor]] = [{} for _ in self.members]
         for name, t in state.tensors.items():
-            k, _, own = name.partition(".")
-            parts[int(k)][own] = t
+            number, _, own = name.partition(".")
+            if name != PENDING:
+                parts[int(number)][own] = t
 
         def declared(kind: str, k: int) -> set[str]:
             return {name.partition(".")[2] for name in getattr(state, kind) if name.partition(".")[0] == str(k)}
-        return [DecoderState(part, declared("static", k), declared("grows", k), state.beams, declared("shared", k))
-                for k, part in enumerate(parts)]
+        for k, part in enumerate(parts):
+            if PENDING in state and declared("deferred", k):
+                part[PENDING] = state[PENDING]
+        return [DecoderState(part, declared("static", k), declared("grows", k), state.beams, declared("shared", k),
+                             declared("deferred", k)) for k, part in enumerate(parts)]
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         total: Optional[torch.Tensor] = None
