@@ -158,7 +158,7 @@ def phase(url: str, server_pid: int, lines: list[str], expected: list[str], clie
         t.join()
     seconds = time.perf_counter() - start
     after, (main_cpu_after, server_cpu_after) = health(url), cpu_seconds(server_pid)
-    steps = after.get("steps", 0) - before.get("steps", 0)  # (continuous batching: its mean batch is a step's)
+    steps = after["steps"] - before["steps"]  # (continuous batching: its mean batch is a step's)
     if steps:
         mean_batch = (after["step_lines"] - before["step_lines"]) / steps
     else:

@@ -14,6 +14,7 @@ padded on the left, those positions masked in its self-attention, and its positi
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Mapping, Optional, Union
 
@@ -146,6 +147,13 @@ class DecoderLayer(nn.Module):
         return sub.after(last, y, self.ffn(sub.before(last, y))), w, kv
 
 
+def _grown(state: DecoderState, self_k: str, self_v: str, k: torch.Tensor, v: torch.Tensor
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's cached keys and values in ``state`` with a step's ``k`` and ``v`` appended (:data:`Cache`), the rows
+    a reorder recorded taken."""
+    return state.grown(self_k, k), state.grown(self_v, v)
+
+
 def _masks(mask: Masks) -> tuple[torch.Tensor, ...]:
     return mask if isinstance(mask, tuple) else (mask,)
 
@@ -219,8 +227,7 @@ class DecoderStack(nn.Module):
         cache_mask = None if own is None else own[:, None, None, :]
         for i, layer in enumerate(self.layers):
             names, self_k, self_v = self._names(i, layer.memory_tensors)
-            def cache(k: torch.Tensor, v: torch.Tensor, grown: tuple[str, str] = (self_k, self_v)) -> tuple[torch.Tensor, ...]:
-                return state.grown(grown[0], k), state.grown(grown[1], v)  # (taking the rows a reorder recorded)
+            cache = functools.partial(_grown, state, self_k, self_v)
             y, w, (k, v) = layer(y, tuple(state.per_sentence(n) for n in names), masks, cache=cache,
                                  weights=self._shows(i, weights), head=self.shown_head, cache_mask=cache_mask)
             shown = w if w is not None else shown
