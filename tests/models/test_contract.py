@@ -40,6 +40,20 @@ def tiny(arch: str, meta: CorpusMeta = inputs.META, **over) -> torch.nn.Module:
     return build_model(config(arch, **over), meta).eval()
 
 
+#: what :func:`tiny_or_ensemble` makes an ensemble of: two Transformers of different sizes
+TWO_TRANSFORMERS = "ensemble of two transformers"
+
+
+def tiny_or_ensemble(arch: str, **over):
+    """:func:`tiny`'s ``arch``, or for :data:`TWO_TRANSFORMERS` an ensemble of two tiny Transformers (d_model 16 and
+    8), weighted alike."""
+    if arch != TWO_TRANSFORMERS:
+        return tiny(arch, **over)
+    from nmtkit.search.ensemble import Ensemble
+
+    return Ensemble([tiny("transformer"), tiny("transformer", d_model=8)], [0.5, 0.5], [{"src": "src"}] * 2)
+
+
 def batch():
     """Four examples with padding in every stream (each model reads the streams it was built for)."""
     return inputs.batch(LENGTHS)

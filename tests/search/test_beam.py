@@ -10,8 +10,7 @@ from nmtkit.models.luong_attention import LuongAttention
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.state import DecoderState
 from nmtkit.search import beam_search, greedy_search
-from nmtkit.search.ensemble import Ensemble
-from tests.models.test_contract import ARCHS, COMBINATIONS, batch, tiny
+from tests.models.test_contract import COMBINATIONS, TWO_TRANSFORMERS, batch, tiny_or_ensemble
 from tests.search.host_reads import HostReads, LateEnd
 from tests.search.scripted import ScriptedModel, limit, source_attention, sources
 
@@ -115,15 +114,14 @@ def test_a_step_reads_the_device_once_until_hypotheses_finish():
 
 #: every architecture at each combination, and flat's and hierarchical's terms of their own (a sentinel, the offsets)
 BEAM_CASES = [*COMBINATIONS, ("multi-source", {"combination": "flat", "sentinel": True, "balance_encoders": True}),
-              ("multi-source", {"sentinel": True}), ("ensemble of two transformers", {})]
+              ("multi-source", {"sentinel": True}), (TWO_TRANSFORMERS, {})]
 
 
 @pytest.mark.parametrize("arch,over", BEAM_CASES,
                          ids=[" ".join([arch, *(f"{k}={v}" for k, v in over.items())]) for arch, over in BEAM_CASES])
 def test_a_beam_reads_its_sentence_s_memory_once_and_finds_what_reading_it_per_hypothesis_finds(arch, over,
                                                                                                monkeypatch):
-    m, b = tiny(arch, **over) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
-                                                             [0.5, 0.5], [{"src": "src"}] * 2), batch()
+    m, b = tiny_or_ensemble(arch, **over), batch()
     shared, beams, once = [], [], []
 
     def attend_memory(att, x, keys_values, *rest):  # (records whether rows shared a sentence's memory)

@@ -13,10 +13,9 @@ from torch._inductor.utils import run_and_get_code
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.errors import NmtkitError
 from nmtkit.search.compiled import Compiled
-from nmtkit.search.ensemble import Ensemble
 from tests.conftest import TINY_MODEL, run
 from tests.models.decoding import step_by_step
-from tests.models.test_contract import ARCHS, batch, tiny
+from tests.models.test_contract import ARCHS, TWO_TRANSFORMERS, batch, tiny, tiny_or_ensemble
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -37,14 +36,12 @@ def test_every_architecture_compiles_its_decoding_step_and_decodes_as_uncompiled
     assert len(made) == count
 
 
-@pytest.mark.parametrize("arch,pieces", [("transformer", 1), ("ftatt-rnn", 1), ("ensemble of two transformers", 2)])
+@pytest.mark.parametrize("arch,pieces", [("transformer", 1), ("ftatt-rnn", 1), (TWO_TRANSFORMERS, 2)])
 def test_a_search_s_first_two_steps_run_uncompiled(graphs, arch, pieces):
     # (growing tensors of no and one position: sizes the compiler specialises, each a graph of its own); one step's
     # graph, in the pieces it breaks into (the ensemble's: at a read from the host)
     made, backend = graphs
-    model = tiny(arch) if arch in ARCHS else Ensemble([tiny("transformer"), tiny("transformer", d_model=8)],
-                                                      [0.5, 0.5], [{"src": "src"}] * 2)
-    step_by_step(Compiled(model, backend), batch())
+    step_by_step(Compiled(tiny_or_ensemble(arch), backend), batch())
     assert len(made) == pieces
 
 
