@@ -184,7 +184,7 @@ class Decoder:
         if guides:
             self.source = GuidedSources(self.source, guides)
         ready, self._arithmetic = for_inference(self._restricted(), settings.precision, self.device,
-                                                pack=not settings.compile)
+                                                compiled=settings.compile)
         model = cast(Seq2Seq, ready)
         if settings.compile:
             model = Compiled(model)

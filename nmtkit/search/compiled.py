@@ -26,11 +26,9 @@ class Compiled(Wrapped):
     memory, self-attention caches) hold no or one position runs uncompiled: each of those sizes would be a graph
     of its own (the compiler specialises sizes 0 and 1), twice as many graphs to compile for two steps a search.
 
-    On a CPU the step compiles with its weights frozen (Inductor's ``freezing``, set while the step runs, since the
-    compiler reads it as it traces as well as when it builds): the weights are the graphs' constants, and Inductor
-    packs the matrix products' for oneDNN, where compiled without it they were left to slower kernels than the
-    uncompiled step's own packed ones (``for_inference``'s ``pack``). It costs memory and a longer warm-up
-    (bench/README.md, "Decoding compiled, frozen"). Elsewhere (a GPU) they are not frozen: unmeasured there."""
+    On a CPU the step's large linear layers multiply by the weights that the uncompiled step packs for oneDNN
+    (:class:`nmtkit.search.precision.PackedLinear`), called as an operator of their own that the compiler leaves
+    as it is; compiled plain, they went to slower kernels than the uncompiled step's."""
 
     #: compilations of one function that the process allows (PyTorch's default: 8, then it runs the function
     #: uncompiled): the models of one class share their ``decode_step``, and each compiles a few shapes
@@ -41,18 +39,13 @@ class Compiled(Wrapped):
         limit = torch._dynamo.config.recompile_limit
         torch._dynamo.config.recompile_limit = max(limit, self.RECOMPILE_LIMIT)
         self._step = compiled(model.decode_step, backend)
-        import torch._inductor.config as inductor_config  # (imported by compiled(): importing it takes seconds)
-
-        on = next((p.device for p in model.parameters()), torch.device("cpu"))
-        self._settings = inductor_config.patch(freezing=on.type == "cpu")  # (see the class)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if any(state[name].size(-2) < 2 for name in state.grows):  # (see the class: a search's first two steps)
             return self.model.decode_step(prev, state)
         if state.deferred and PENDING not in state:  # (rows recorded or not, one kind of state: one graph)
             state = state.replace(**{PENDING: torch.arange(state.batch_size, device=prev.device)})
-        with self._settings:
-            return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
+        return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
 
 
 def _plain(t: torch.Tensor) -> torch.Tensor:

@@ -28,25 +28,52 @@ class PackedLinear(nn.Module):
     private ops that ``torch.compile`` uses for frozen linear layers). The packed kernel costs more per call than
     PyTorch's plain ``linear`` and less per multiply-add: it pays from a number of rows that falls as the weight
     grows (:attr:`FROM_ROWS`), up to a decoding step's 512; a single row, the few rows of a small layer, or the many
-    rows of an encoder go the plain way (``bench/README.md``, issues 14 and 34). ``weight`` and ``bias`` stay,
-    shared with the model, for code that reads them; training (gradients on) goes the plain way."""
+    rows of an encoder go the plain way (``bench/README.md``, issues 14 and 34). For a compiled decoding step
+    (``every``) every matrix layer is packed, and multiplies packed at any rows up to 512 while compiled, measured
+    faster there; uncompiled (an encoder, a search's first steps) it keeps the rule by size.
+    ``weight`` and ``bias`` stay, shared with the model, for code that reads them; training (gradients on) goes the
+    plain way."""
 
     #: (fewest weights, fewest rows), largest first: a layer of at least that many weights takes the packed kernel
     #: from that many rows on (measured by ``bench/search_kernels.py``); a smaller layer is not packed
     FROM_ROWS = ((1 << 20, 5), (1 << 17, 16))
     MOST_ROWS = 512
 
-    def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor]):
+    def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor], every: bool = False):
         super().__init__()
         self.out_features, self.in_features = weight.shape
-        self.weight, self.bias = weight, bias
+        self.weight, self.bias, self.every = weight, bias, every
         self.rows = range(fewest_packed_rows(weight), self.MOST_ROWS + 1)
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())  # not a parameter: not saved
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.numel() // self.in_features in self.rows and not torch.is_grad_enabled():
-            return packed_product(x, self.packed, self.bias)
-        return F.linear(x, self.weight, self.bias)
+        if torch.is_grad_enabled():
+            return F.linear(x, self.weight, self.bias)
+        if torch.compiler.is_compiling():  # (see packed_linear)
+            return packed_linear(x, self.weight, self.packed, self.bias, 1 if self.every else self.rows.start)
+        return product(x, self.weight, self.packed, self.bias, self.rows.start)
+
+
+def product(x: torch.Tensor, weight: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor],
+            from_rows: int) -> torch.Tensor:
+    """``x`` times ``weight`` (``packed``: the same, packed) plus ``bias``: packed from ``from_rows`` rows to
+    :attr:`PackedLinear.MOST_ROWS`, plain otherwise."""
+    if from_rows <= x.numel() // weight.size(1) <= PackedLinear.MOST_ROWS:
+        return packed_product(x, packed, bias)
+    return F.linear(x, weight, bias)
+
+
+#: :func:`product` as one operator of its own for ``torch.compile`` (``torch.ops.nmtkit.packed_linear``): a compiled
+#: decoding step calls it with the layer's packed weight as an input, the one copy that the uncompiled step uses
+#: too, and it chooses packed or plain by the rows as it runs, not by a guard in each graph. (Compiled with
+#: Inductor's ``freezing`` instead, each graph held a packed copy of the weights as its constants: bench/README.md,
+#: "One packed copy of the weights".) Defined through ``torch.library.Library``, whose call costs a few µs where
+#: ``torch.library.custom_op``'s costs 20 or more, at a decoding step's ten or more layers.
+_LIBRARY = torch.library.Library("nmtkit", "DEF")
+_LIBRARY.define("packed_linear(Tensor x, Tensor weight, Tensor packed, Tensor? bias, int from_rows) -> Tensor")
+_LIBRARY.impl("packed_linear", product, "CompositeExplicitAutograd")  # (any device: packed is a oneDNN tensor)
+_LIBRARY.impl("packed_linear", lambda x, weight, *_: x.new_empty(*x.shape[:-1], weight.size(0)), "Meta")
+packed_linear = torch.ops.nmtkit.packed_linear
 
 
 def fewest_packed_rows(weight: torch.Tensor) -> int:
@@ -77,24 +104,25 @@ def matrix_layers(model: nn.Module) -> dict[str, nn.Linear]:
     return {name: m for name, m in model.named_modules() if type(m) is nn.Linear and m.out_features > 1}
 
 
-def pack_linears(model: nn.Module) -> nn.Module:
-    """``model`` with every :func:`matrix_layers` layer :func:`worth_packing` replaced, in place, by a
-    :class:`PackedLinear`."""
+def pack_linears(model: nn.Module, every: bool = False) -> nn.Module:
+    """``model`` with its :func:`matrix_layers` layers replaced, in place, by :class:`PackedLinear` s: those
+    :func:`worth_packing`, or ``every`` one (see :class:`PackedLinear`)."""
     for name, layer in matrix_layers(model).items():
-        if not worth_packing(layer.weight):
+        if not (every or worth_packing(layer.weight)):
             continue
         parent, _, attribute = name.rpartition(".")
-        setattr(model.get_submodule(parent), attribute, PackedLinear(layer.weight, layer.bias))
+        setattr(model.get_submodule(parent), attribute, PackedLinear(layer.weight, layer.bias, every))
     return model
 
 
 def for_inference(model: nn.Module, precision: str, device: torch.device,
-                  pack: bool = True) -> tuple[nn.Module, Callable[[], ContextManager]]:
-    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs unless not to ``pack`` (a model
-    to compile: Inductor lays out its own), or a quantised copy) and what makes the context to run decoding in (once
-    per run: autocast for bf16)."""
+                  compiled: bool = False) -> tuple[nn.Module, Callable[[], ContextManager]]:
+    """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and what
+    makes the context to run decoding in (once per run: autocast for bf16); ``compiled``: for a decoding step to
+    be compiled (every layer packed: see :class:`PackedLinear`)."""
     if precision == "fp32":
-        return pack_linears(model) if pack and device.type == "cpu" and packable() else model, contextlib.nullcontext
+        ready = pack_linears(model, compiled) if device.type == "cpu" and packable() else model
+        return ready, contextlib.nullcontext
     if precision == "bf16":
         return model, lambda: torch.autocast(device.type, dtype=torch.bfloat16)
     if precision == "int8":

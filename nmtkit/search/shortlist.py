@@ -80,8 +80,9 @@ class ShortlistedLinear(nn.Module):
         """The rows to compute while active, from now on."""
         self.weight = self.full_weight.detach().index_select(0, rows)
         self.bias = None if self.full_bias is None else self.full_bias.detach().index_select(0, rows)
-        packs = isinstance(self.layer, PackedLinear) and worth_packing(self.weight)
-        self.packed = PackedLinear(self.weight, self.bias) if packs else None
+        layer, self.packed = self.layer, None
+        if isinstance(layer, PackedLinear) and (layer.every or worth_packing(self.weight)):
+            self.packed = PackedLinear(self.weight, self.bias, layer.every)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.active or self.weight is None:

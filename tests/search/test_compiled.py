@@ -49,11 +49,12 @@ def test_translate_compile_finds_the_outputs_of_translate(trained_ckpt):
     lines = "".join(f"{text}\n" for text in ["forty-two", "", "one hundred and three", "seven", "sixty"])
     plain = run(["translate", "-m", trained_ckpt, "--n-best", 2], input=lines).stdout
     torch._dynamo.reset()
-    # Inductor itself, which on a CPU multiplies by weights frozen into its graphs and packed for oneDNN's kernels
-    # (freezing, which the compiler must see as it traces: the linear layers' products are otherwise left unpacked)
+    # Inductor itself, which on a CPU calls the layers' products through the weights that the model packed once for
+    # oneDNN's kernels: not left to plain kernels, nor packed again into each graph (Inductor's freezing)
     result, code = run_and_get_code(run, ["translate", "-m", trained_ckpt, "--n-best", 2, "--compile"], input=lines)
     torch._dynamo.reset()
-    assert "mkldnn._linear_pointwise" in "\n".join(code)
+    generated = "\n".join(code)
+    assert "nmtkit.packed_linear" in generated and "mkldnn" not in generated and "_frozen_param" not in generated
     compiled = result.stdout
     assert len(plain.splitlines()) == len(compiled.splitlines()) == 10
     for want, got in zip(plain.splitlines(), compiled.splitlines()):

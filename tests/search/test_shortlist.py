@@ -129,6 +129,11 @@ def test_a_shortlist_s_copy_of_a_packed_output_layer_is_packed_only_if_large_eno
     decode(packed, src)
     output = packed.model.decoder.readout.output
     assert isinstance(output.layer, PackedLinear) and output.weight.numel() < 600 and output.packed is None
+    # for a compiled step every layer is packed, the shortlist's copy too
+    packed, _ = for_inference(Shortlisted(model("rnnsearch", seed=2), Shortlist(table(best=3), torch.arange(8)), V_TGT),
+                              "fp32", torch.device("cpu"), compiled=True)
+    decode(packed, src)
+    assert packed.model.decoder.readout.output.packed.every
 
 
 def test_the_search_itself_sees_positions_and_encode_the_whole_vocabulary():
