@@ -187,7 +187,7 @@ class Decoder:
                                                 compiled=settings.compile)
         model = cast(Seq2Seq, ready)
         if settings.compile:
-            model = Compiled(model)
+            model = Compiled(model, frozen=self.device.type == "cpu" and settings.precision == "bf16")
         self.model = Prefixed(model) if settings.prefix else model
         sampler = None
         if settings.sampling:

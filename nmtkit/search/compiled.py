@@ -26,26 +26,33 @@ class Compiled(Wrapped):
     memory, self-attention caches) hold no or one position runs uncompiled: each of those sizes would be a graph
     of its own (the compiler specialises sizes 0 and 1), twice as many graphs to compile for two steps a search.
 
-    On a CPU the step's large linear layers multiply by the weights that the uncompiled step packs for oneDNN
+    In fp32 on a CPU the step's matrix layers multiply by weights packed once for oneDNN
     (:class:`nmtkit.search.precision.PackedLinear`), called as an operator of their own that the compiler leaves
-    as it is; compiled plain, they went to slower kernels than the uncompiled step's."""
+    as it is; compiled plain, they went to slower kernels than the uncompiled step's. ``frozen``: the weights
+    frozen into the graphs as constants instead (Inductor's ``freezing``, set while the step runs, since the
+    compiler reads it as it traces as well as when it builds), each graph its own copy: for bf16 on a CPU, where
+    Inductor then casts them once rather than at every step (bench/README.md, "One packed copy of the weights")."""
 
     #: compilations of one function that the process allows (PyTorch's default: 8, then it runs the function
     #: uncompiled): the models of one class share their ``decode_step``, and each compiles a few shapes
     RECOMPILE_LIMIT = 64
 
-    def __init__(self, model: Seq2Seq, backend: Union[str, Callable] = "inductor"):
+    def __init__(self, model: Seq2Seq, backend: Union[str, Callable] = "inductor", frozen: bool = False):
         super().__init__(model)
         limit = torch._dynamo.config.recompile_limit
         torch._dynamo.config.recompile_limit = max(limit, self.RECOMPILE_LIMIT)
         self._step = compiled(model.decode_step, backend)
+        import torch._inductor.config as inductor_config  # (imported by compiled(): importing it takes seconds)
+
+        self._settings = inductor_config.patch(freezing=frozen)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if any(state[name].size(-2) < 2 for name in state.grows):  # (see the class: a search's first two steps)
             return self.model.decode_step(prev, state)
         if state.deferred and PENDING not in state:  # (rows recorded or not, one kind of state: one graph)
             state = state.replace(**{PENDING: torch.arange(state.batch_size, device=prev.device)})
-        return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
+        with self._settings:
+            return self._step(_plain(prev), state.like({name: _plain(t) for name, t in state.tensors.items()}))
 
 
 def _plain(t: torch.Tensor) -> torch.Tensor:

@@ -79,6 +79,23 @@ def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, 
     assert [r.texts for r in results[1]] == [r.texts for r in plain.translate_texts(texts)]
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "int8"])
+def test_only_bf16_on_a_cpu_compiles_with_the_weights_frozen_into_the_graphs(trained_ckpt, monkeypatch, precision):
+    # (fp32 multiplies by the one packed copy the model holds; bf16 frozen has its weights cast once, not each step)
+    frozen = []
+
+    def backend(graph, example_inputs):
+        frozen.append(inductor_config.freezing)  # (the compiler reads it as it traces)
+        return graph.forward
+    monkeypatch.setattr("nmtkit.decoding.Compiled", functools.partial(Compiled, backend=backend))
+    torch._dynamo.reset()
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), precision=precision, compile=True))
+    decoder.translate_texts(["forty-two", "seven"])
+    torch._dynamo.reset()
+    assert frozen and set(frozen) == {precision == "bf16"}
+    assert not inductor_config.freezing  # (only while the step runs)
+
+
 @pytest.fixture(scope="module")
 def merging_ckpts(corpus_dir, tmp_path_factory):
     """Tiny models whose states merge, trained a few updates, by architecture: ftatt-rnn (target attention: its
