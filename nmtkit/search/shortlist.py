@@ -66,7 +66,8 @@ class Shortlist:
 class ShortlistedLinear(nn.Module):
     """An output layer that computes the rows of a batch's shortlist only while :attr:`active` (their weights copied
     once a batch by :meth:`restrict`, and packed for oneDNN's kernels when the wrapped layer is and the copy is large
-    enough: see :class:`PackedLinear`), and all of them through the wrapped ``layer`` (plain, packed or quantised) otherwise."""
+    enough, or the layer packs every one: see :class:`PackedLinear`), and all of them through the wrapped ``layer``
+    (plain, packed or quantised) otherwise."""
 
     def __init__(self, layer: nn.Module, weight: torch.Tensor, bias: Optional[torch.Tensor]):
         super().__init__()

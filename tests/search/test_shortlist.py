@@ -12,6 +12,7 @@ from nmtkit.data.vocab import EOS, WordVocab
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
 from nmtkit.search import beam_search, greedy_search
+from nmtkit.search.compiled import Compiled
 from nmtkit.search.ensemble import Ensemble
 from nmtkit.search.precision import PackedLinear, for_inference, packable
 from nmtkit.search.shortlist import Shortlist, Shortlisted, ShortlistedLinear
@@ -129,11 +130,21 @@ def test_a_shortlist_s_copy_of_a_packed_output_layer_is_packed_only_if_large_eno
     decode(packed, src)
     output = packed.model.decoder.readout.output
     assert isinstance(output.layer, PackedLinear) and output.weight.numel() < 600 and output.packed is None
-    # for a compiled step every layer is packed, the shortlist's copy too
-    packed, _ = for_inference(Shortlisted(model("rnnsearch", seed=2), Shortlist(table(best=3), torch.arange(8)), V_TGT),
-                              "fp32", torch.device("cpu"), compiled=True)
-    decode(packed, src)
+
+
+@pytest.mark.skipif(not packable(), reason="this PyTorch has no oneDNN packed linear kernels")
+def test_a_compiled_shortlisted_step_multiplies_by_each_batch_s_packed_copy_and_decodes_the_same(graphs):
+    made, backend = graphs
+    src, shortlist = sources(8), Shortlist(table(best=3), torch.arange(8))
+    plain = Shortlisted(model("rnnsearch", seed=2), shortlist, V_TGT)
+    packed, _ = for_inference(Shortlisted(model("rnnsearch", seed=2), shortlist, V_TGT), "fp32", torch.device("cpu"),
+                              compiled=True)  # (every layer packed, the shortlist's copy too)
+    compiled = Compiled(packed, backend)
+    for batch in (src[:3], src):  # (two shortlists: copies of two sizes)
+        for a, b in zip(decode(plain, batch), decode(compiled, batch), strict=True):
+            assert [h.tokens for h in a] == [h.tokens for h in b]
     assert packed.model.decoder.readout.output.packed.every
+    assert made and any("nmtkit.packed_linear" in graph.code for graph in made)
 
 
 def test_the_search_itself_sees_positions_and_encode_the_whole_vocabulary():
