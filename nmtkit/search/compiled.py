@@ -10,7 +10,8 @@ bench/README.md, "Decoding compiled".
 """
 from __future__ import annotations
 
-from typing import Callable, Union
+import contextlib
+from typing import Callable, ContextManager, Union
 
 import torch
 
@@ -42,9 +43,11 @@ class Compiled(Wrapped):
         limit = torch._dynamo.config.recompile_limit
         torch._dynamo.config.recompile_limit = max(limit, self.RECOMPILE_LIMIT)
         self._step = compiled(model.decode_step, backend)
-        import torch._inductor.config as inductor_config  # (imported by compiled(): importing it takes seconds)
+        self._settings: ContextManager = contextlib.nullcontext()  # (nothing to set at each step)
+        if frozen:
+            import torch._inductor.config as inductor_config  # (imported by compiled(): importing it takes seconds)
 
-        self._settings = inductor_config.patch(freezing=frozen)
+            self._settings = inductor_config.patch(freezing=True)
 
     def decode_step(self, prev: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState, AttentionWeights]:
         if any(state[name].size(-2) < 2 for name in state.grows):  # (see the class: a search's first two steps)
