@@ -64,18 +64,13 @@ def test_layers_are_packed_by_size_and_multiply_packed_from_the_rows_where_it_pa
 
 
 @needs_packing
-def test_for_a_compiled_step_every_layer_multiplies_packed_through_one_operator_and_its_one_copy(products):
-    # (the operator chooses by the rows as it runs: one graph for every size; the graph holds no copy of the weight)
+def test_for_a_compiled_step_every_layer_multiplies_packed_through_one_operator_and_its_one_copy(products, graphs):
+    # (the operator chooses by the rows as it runs: one graph for every size)
+    made, backend = graphs
     layers = torch.nn.ModuleDict({"small": torch.nn.Linear(24, 40), "vector": torch.nn.Linear(24, 1)})
     fast, _ = for_inference(copy.deepcopy(layers), "fp32", torch.device("cpu"), compiled=True)
     small = fast["small"]
     assert isinstance(small, PackedLinear) and small.every and type(fast["vector"]) is torch.nn.Linear
-    graphs = []
-
-    def backend(graph, example_inputs):
-        graphs.append(graph)
-        return graph
-
     step = torch.compile(lambda x: torch.relu(small(x)), backend=backend, dynamic=True)
     with torch.no_grad():
         for rows in (7, 513, 40):
@@ -83,7 +78,7 @@ def test_for_a_compiled_step_every_layer_multiplies_packed_through_one_operator_
             torch.testing.assert_close(step(x), torch.relu(layers["small"](x)), atol=1e-5, rtol=1e-5)
         small(torch.randn(40, 24))  # (uncompiled, by the rule by size: this one never packed)
     assert products == [7, 40]
-    assert len(graphs) == 1 and "nmtkit.packed_linear" in graphs[0].code
+    assert len(made) == 1 and "nmtkit.packed_linear" in made[0].code
 
 
 @needs_packing
