@@ -12,6 +12,7 @@ import torch
 from nmtkit.data.shards import Shard
 from nmtkit.data.streams import TARGET, TOKENS
 from nmtkit.data.vocab import BOS, EOS, PAD
+from nmtkit.errors import NmtkitError
 
 
 @dataclass
@@ -162,8 +163,9 @@ def make_batch(inputs: Inputs, tgt: Optional[Sequence[Ids]] = None, multiple: in
 
 def pool_size(lengths: np.ndarray, batch_size: int, by_tokens: bool, pool_batches: int = 100) -> int:
     """The examples of one pool of :func:`bucket_batches`: ``pool_batches`` batches' worth (in tokens, at the mean
-    length of ``lengths``)."""
-    return pool_batches * (batch_size if not by_tokens else max(1, batch_size // max(1, int(lengths.mean()))))
+    length of ``lengths``; of one token where there are none, a shard whose every example the length filter took)."""
+    mean = int(lengths.mean()) if len(lengths) else 1
+    return pool_batches * (batch_size if not by_tokens else max(1, batch_size // max(1, mean)))
 
 
 def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: random.Random,
@@ -236,12 +238,13 @@ class TrainingBatches:
         """Yield this rank's batches of ``epoch``, after skipping the first ``skip`` of them."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
         shard_order = rng.sample(range(len(self.shards)), len(self.shards))
-        position = 0
+        position = total = 0
         self.skipped = 0
         window: list[tuple[Shard, np.ndarray, np.ndarray]] = []  # shards bucketed together: kept examples, lengths
         for k, si in enumerate(shard_order):
             shard = Shard(self.shards[si])
             lengths = example_lengths(shard)
+            total += len(shard)
             keep = np.arange(len(shard))
             if self.max_len:
                 keep = keep[lengths <= self.max_len + 1]
@@ -260,3 +263,14 @@ class TrainingBatches:
                     yield examples_batch(examples, True, self.pad_multiple, self.caps)
                 position += 1
             window = []
+        if position == 0:  # (every epoch alike: training would go round empty epochs for ever)
+            raise NmtkitError(self._why_no_batch(total), exit_code=2)
+
+    def _why_no_batch(self, examples: int) -> str:
+        """The error of an epoch without one batch for this rank, of a corpus of ``examples``."""
+        if self.skipped == examples:
+            return (f"--max-len {self.max_len}: every one of the corpus's {examples:,} training examples is longer, "
+                    f"so no batch is left to train on")
+        return (f"the training corpus makes fewer batches than the {self.world_size} processes training on it "
+                f"({examples - self.skipped:,} examples in batches of {self.batch_size}"
+                f"{' tokens' if self.by_tokens else ''})")

@@ -6,6 +6,7 @@ import torch
 import yaml
 
 from nmtkit.checkpoint import load_checkpoint
+from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.search.attention_file import AttentionFile
 from tests.conftest import TINY_MODEL, run
 
@@ -85,6 +86,19 @@ def test_option_errors(corpus_dir, tmp_path):
     assert "go with --init-from" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--arch", "nope"], ok=False)
     assert "invalid choice" in r.stderr or "unknown architecture" in r.stderr
+
+
+def test_a_length_limit_that_leaves_no_example_is_an_error(tmp_path):
+    """Not a run going round empty epochs for ever."""
+    for side, words in (("en", "one two three"), ("de", "eins zwei drei")):
+        for split in ("train", "valid", "test"):
+            (tmp_path / f"{split}.{side}").write_text(f"{words}\n" * 30)
+    data = preprocess(tmp_path / "data", "en", "de", *(tmp_path / s for s in ("train", "valid", "test")),
+                      VocabSpec("word", 20))
+    r = run(["train", "--data", data, "--save-dir", tmp_path / "ck", *TINY_MODEL, "--max-steps", 5, "--max-len", 2],
+            ok=False)
+    assert r.exit_code == 2 and r.stderr.endswith("error: --max-len 2: every one of the corpus's 30 training examples "
+                                                  "is longer, so no batch is left to train on\n")
 
 
 def test_options_of_another_architecture_are_one_line_errors(corpus_dir, tmp_path):

@@ -7,6 +7,7 @@ import torch
 from nmtkit.data.batching import TrainingBatches, bucket_batches, make_batch, padded_width
 from nmtkit.data.shards import ShardWriter
 from nmtkit.data.vocab import BOS, EOS, PAD
+from nmtkit.errors import NmtkitError
 
 
 def test_make_batch_pads_and_adds_markers():
@@ -127,3 +128,29 @@ def test_small_shards_are_bucketed_together(tmp_path):
     seen = sorted(tuple(r[:int(n)]) for b in batches for r, n in zip(b["src"].data.tolist(), b["src"].lengths))
     assert len(seen) == 480 and [list(tb.epoch(1))[k]["src"].data.tolist() for k in (0, 7)] == \
         [batches[k]["src"].data.tolist() for k in (0, 7)]  # reproducible
+
+
+def _shards_of(tmp_path, lengths, shard_size=20):
+    """Shards of one example per length in ``lengths`` (source and target of that many tokens)."""
+    w = ShardWriter(tmp_path, "train", ["src", "tgt"], shard_size=shard_size)
+    for n in lengths:
+        w.add(src=[4] * n, tgt=[5] * n)
+    return [tmp_path / s["file"] for s in w.close()]
+
+
+def test_a_shard_the_length_filter_empties_is_passed_over(tmp_path):
+    """A shard whose every example is too long gives no batch, and a window of shards beginning with it is bucketed
+    all the same (by tokens, the pool's size comes from the mean length of what is kept: of nothing, here)."""
+    shards = _shards_of(tmp_path, [30] * 20 + [3, 4, 5, 6] * 10)  # the first shard all too long
+    for by_tokens, size in ((True, 60), (False, 4)):
+        tb = TrainingBatches(shards, size, by_tokens=by_tokens, seed=5, max_len=10)
+        for epoch in range(1, 7):  # (the empty shard comes first in epochs 1, 3 and 6 of seed 5)
+            assert sum(b.size for b in tb.epoch(epoch)) == 40 and tb.skipped == 20
+
+
+def test_an_epoch_without_a_batch_is_an_error_not_an_endless_run(tmp_path):
+    shards = _shards_of(tmp_path, [30] * 25 + [12] * 5)
+    with pytest.raises(NmtkitError, match="--max-len 10: every one of the corpus's 30 training examples is longer"):
+        list(TrainingBatches(shards, 4, seed=1, max_len=10).epoch(1))
+    with pytest.raises(NmtkitError, match="fewer batches than the 16 processes"):
+        list(TrainingBatches(shards, 4, seed=1, world_size=16).epoch(1))
