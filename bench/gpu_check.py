@@ -130,6 +130,12 @@ def _records(path: Path, kind: str) -> list[dict]:
     return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == kind]
 
 
+def _failed(log: Path) -> str:
+    """``FAILED:`` and the last line of a failed command's ``log``."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "FAILED: " + (text.strip().splitlines() or ["no log"])[-1][:100]
+
+
 def _decoding(log: Path, output: Optional[Path] = None) -> str:
     """``N lines, X lines/s`` from a decoding command's log, and the words per line of its ``output`` where given
     (an undertrained model's outputs run long, and take longer: speeds compare at equal lengths); or what went
@@ -142,7 +148,7 @@ def _decoding(log: Path, output: Optional[Path] = None) -> str:
             outputs = output.read_text(encoding="utf-8").splitlines()
             words = f", {sum(len(line.split()) for line in outputs) / max(len(outputs), 1):.1f} words a line"
         return f"{found[1]} lines, {float(found[3]):,.1f} lines/s{words}"
-    return "FAILED: " + (text.strip().splitlines() or ["no log"])[-1][:100]
+    return _failed(log)
 
 
 def _serving(root: Path) -> list[str]:
@@ -158,8 +164,7 @@ def _serving(root: Path) -> list[str]:
     for mode in modes:
         figures = root / f"serve.{mode}.json"
         if not figures.exists():
-            log = (root / "logs" / f"serve.{mode}.log").read_text(errors="replace").strip().splitlines()
-            notes.append(f"{mode}: FAILED: {(log or ['no log'])[-1][:100]}")
+            notes.append(f"{mode}: {_failed(root / 'logs' / f'serve.{mode}.log')}")
             continue
         run = json.loads(figures.read_text())
         for p in run["phases"]:
@@ -171,6 +176,19 @@ def _serving(root: Path) -> list[str]:
                      f"(batch 32) {run['translate_sentences_per_s']:,.1f} sentences/s"
                      + ("; FAILED: answers lost, unsent or mixed up" if lost else ""))
     return ["", "## serving under load (bench/serve_load.py): one sentence a request", "", *table, "", *notes]
+
+
+def _step_row(line: str) -> str:
+    """A line of logs/steps.tsv (log, seconds, exit status or ``not run``) as a row of the summary's table: FAILED
+    where the command failed, was stopped at TIME_LIMIT or was not run."""
+    log, seconds, status = line.split("\t")
+    if status == "not run":
+        status = "FAILED: not run (TIME_LIMIT reached)"
+    elif status in ("124", "137"):
+        status = f"FAILED: stopped at TIME_LIMIT (exit {status})"
+    elif status != "0":
+        status = f"FAILED: exit {status}"
+    return f"| {log} | {seconds} | {status} |"
 
 
 def summary(out: str) -> None:
@@ -203,8 +221,7 @@ def summary(out: str) -> None:
         base = root / "base" / log.name[:-len(".base.train.log")]
         train = _records(base / "train.jsonl", "train")
         if not train:
-            lines += ["", f"## {base.name}: FAILED: " + (log.read_text(errors="replace").strip().splitlines()
-                                                         or ["no log"])[-1][:100]]
+            lines += ["", f"## {base.name}: {_failed(log)}"]
             continue
         rate_file = base.parent / f"{base.name}.rate.json"
         rates = json.loads(rate_file.read_text()) if rate_file.exists() else None
@@ -220,7 +237,9 @@ def summary(out: str) -> None:
         lines.append("")
         lines.append(f"median tok/s, epoch 1: {statistics.median(first):,.0f}" if first else "no window in epoch 1")
         lines.append(f"median tok/s, later epochs: {statistics.median(later):,.0f}" if later else "no later epoch")
-        if rates:
+        if not rates:
+            lines.append(f"share of the matrix rate: {_failed(root / 'logs' / f'{base.name}.rate.log')}")
+        else:
             lines.append(f"{rates['flop_per_token'] / 1e6:,.1f} MFLOP per target token (forward and backward); matrix "
                          f"rate in {rates['dtype']}: {rates['peak_flops'] / 1e12:.1f} TFLOP/s (the share's base: a "
                          f"square product), {rates['matmul_flops'] / 1e12:.1f} at the model's d x 4d")
@@ -240,7 +259,7 @@ def summary(out: str) -> None:
     if steps.exists():  # what each command took (a GPU process's start-up weighs on the small steps)
         lines += ["", "## seconds per command (TIME_LIMIT stops the check)", "", "| command's log | seconds | exit status |",
                   "| --- | ---: | ---: |"]
-        lines += [f"| {' | '.join(line.split(chr(9)))} |" for line in steps.read_text().splitlines()]
+        lines += [_step_row(line) for line in steps.read_text().splitlines()]
     (root / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if failed or any("FAILED" in line for line in lines):

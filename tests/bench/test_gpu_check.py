@@ -56,11 +56,34 @@ def test_the_gpu_check_ends_at_its_time_limit_without_an_installed_nmtkit(tmp_pa
     r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "check")], capture_output=True, text=True,
                        env={**os.environ, "PATH": path, "PYTHON": sys.executable, "PYTHONPATH": root,
                             "DEVICE": "cpu", "TINY": "1", "PAIRS": "300", "BASE_ARCHS": "transformer",
-                            "ARCHS": "rnnsearch", "BASE_STEPS": "100000", "BASE_BATCH": "128", "TIME_LIMIT": "15"})
+                            "ARCHS": "rnnsearch", "BASE_STEPS": "100000", "BASE_BATCH": "128", "TIME_LIMIT": "15",
+                            "LATER_BASE": " "})
     assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
     logs = tmp_path / "check" / "logs"
     assert (logs / "transformer.base.train.log").read_text().endswith("stopped: TIME_LIMIT reached\n")
     assert (logs / "rnnsearch.train.log").read_text() == "not run: TIME_LIMIT reached\n"
     summary = (tmp_path / "check" / "summary.txt").read_text()
-    assert "| transformer.base.train.log | " in summary and "| text.preprocess.log | " in summary
-    assert "| rnnsearch.train.log | - | not run |" in summary and "| rnnsearch | FAILED |" in summary
+    assert re.search(r"\| transformer.base.train.log \| [\d.]+ \| FAILED: stopped at TIME_LIMIT \(exit 124\) \|", summary)
+    assert "| text.preprocess.log | " in summary and "| rnnsearch | FAILED |" in summary
+    assert "| rnnsearch.train.log | - | FAILED: not run (TIME_LIMIT reached) |" in summary
+
+
+def test_a_command_stopped_failed_or_not_run_fails_the_check(tmp_path):
+    """Whatever else the summary holds: a base run's matrix rate that failed to be measured, say (the check asked
+    for no architecture, so no architecture's row fails it)."""
+    (tmp_path / "logs").mkdir(parents=True)
+    (tmp_path / "base" / "transformer").mkdir(parents=True)
+    (tmp_path / "base" / "transformer" / "train.jsonl").write_text(
+        '{"type": "train", "step": 4, "epoch": 1, "tok_per_s": 1000.0}\n')
+    (tmp_path / "logs" / "transformer.base.train.log").write_text("stopped: 4 updates done\n")
+    (tmp_path / "logs" / "transformer.rate.log").write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
+    for rows, failure in ((["transformer.base.train.log\t9.0\t0", "transformer.rate.log\t2.0\t1"],
+                           "| transformer.rate.log | 2.0 | FAILED: exit 1 |"),
+                          (["transformer.base.train.log\t9.0\t0", "numbers.log\t-\tnot run"],
+                           "| numbers.log | - | FAILED: not run (TIME_LIMIT reached) |")):
+        (tmp_path / "logs" / "steps.tsv").write_text("\n".join(rows) + "\n")
+        r = subprocess.run([sys.executable, str(SCRIPT.with_suffix(".py")), "summary", str(tmp_path)],
+                           capture_output=True, text=True, env={**os.environ, "ARCHS": " "})
+        summary = (tmp_path / "summary.txt").read_text()
+        assert r.returncode == 1 and failure in summary, summary
+        assert "share of the matrix rate: FAILED: RuntimeError: boom" in summary and "none asked for" in summary
