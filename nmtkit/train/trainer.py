@@ -184,9 +184,22 @@ class Trainer:
         set_lr(self.optimizer, self.schedule.lr)
         restore_rng(ckpt["rng"])
         if self.dist.is_main:
+            self._warn_of_a_new_batch_order(ckpt["config"])
             log(f"resuming from {path}: step {self.progress.step}, epoch {self.progress.epoch}, "
                 f"lr {self.schedule.lr:.3g}" + (f" (--lr {self.config['lr']:.3g} given; the run had --lr {run_lr:.3g}"
                                                  f" and was at {reached:.3g})" if changed else ""))
+
+    def _warn_of_a_new_batch_order(self, run: dict) -> None:
+        """Resumed in the middle of an epoch with options that order its batches otherwise than the run's (``run``:
+        its config): the batches it had taken are skipped of the new order, so the rest of the epoch is not what the
+        run left of it."""
+        changed = [f"--{key.replace('_', '-')} {self.config[key]} (the run had {run[key]})"
+                   for key in ("batch_size", "batch_type", "max_len", "seed")
+                   if key in run and run[key] != self.config[key]]
+        if changed and self.progress.batch:
+            warn(f"--resume: {', '.join(changed)}: epoch {self.progress.epoch} goes on in a new batch order, its "
+                 f"first {self.progress.batch:,} batches skipped, so some of its examples come twice and others not "
+                 "at all; the next epochs are whole")
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
         ckpt = load_checkpoint(path, ("model", "config", "schedule"))

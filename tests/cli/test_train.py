@@ -290,6 +290,17 @@ def test_resume_removes_temporary_checkpoints_of_a_killed_run(corpus_dir, tmp_pa
     assert not list(save.glob("*.tmp")) and not list(save.glob(".*.tmp"))
 
 
+def test_resume_mid_epoch_with_another_batch_order_warns(corpus_dir, tmp_path):
+    args = ["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", *TINY_MODEL, "--valid-every", 100,
+            "--valid-max-sentences", 2, "--batch-size", 16]
+    run([*args, "--max-steps", 3])
+    assert "--resume" not in run([*args, "--resume", "--max-steps", 4]).stderr  # the same order: no warning
+    r = run([*args[:-1], "8", "--seed", "2", "--resume", "--max-steps", 5])
+    assert ("warning: --resume: --batch-size 8 (the run had 16), --seed 2 (the run had 1): epoch 1 goes on in a new "
+            "batch order, its first 4 batches skipped, so some of its examples come twice and others not at all; the "
+            "next epochs are whole") in " ".join(r.stderr.split())
+
+
 def test_a_transformer_trains_resumes_and_translates(corpus_dir, tmp_path):
     """The Transformer through the same trainer and search: inverse-sqrt warm-up, label smoothing, token batches."""
     save = tmp_path / "t"
