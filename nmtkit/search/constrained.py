@@ -10,8 +10,8 @@ slots of the beam go to the banks in turn, the most advanced first, each giving 
 Vilar's allocation, as round robin: a bank without candidates gives its slots to the others), so hypotheses that
 have met few constraints are not crowded out by those with higher model scores, nor the reverse.
 
-A phrase broken off midway loses its progress. The output length limit grows to fit the constraints (never past
-the model's table of positions). If no
+A phrase broken off midway loses its progress. The output length limit grows to fit the constraints after any
+target prefix (never past the model's table of positions). If no
 hypothesis can meet every constraint within the limit (a phrase the model can never produce, say), the search
 still ends, and its best output is one that meets the most constraint tokens: :func:`unmet` tells which it lacks,
 for a warning.
@@ -30,6 +30,7 @@ from nmtkit.data.batching import Batch
 from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
+from nmtkit.search.prefix import prefix_lengths
 
 CONSTRAINTS = "constraints"  #: the batch stream of each sentence's constraints, phrases separated by ``</s>``
 Phrases = list[list[int]]
@@ -145,10 +146,10 @@ def constrained_beam_search(model: Seq2Seq, batch: Batch, constraints: Sequence[
     k, device = beam_size, batch.device
     state = model.encode(batch)
     limits = output_lengths(model, batch, max_len_a, max_len_b).tolist()
-    most = model.output_limit()  # (room for the constraints, within the model's table of positions)
-    sentences = [_Sentence(phrases, min(max(limit, sum(map(len, phrases))), most or 1 << 30),
+    most = model.output_limit()  # (room for the constraints after any prefix, within the model's table of positions)
+    sentences = [_Sentence(phrases, min(max(limit, start + sum(map(len, phrases))), most or 1 << 30),
                            [_Live([], 0.0, Progress((False,) * len(phrases)), s)])
-                 for s, (phrases, limit) in enumerate(zip(constraints, limits))]
+                 for s, (phrases, limit, start) in enumerate(zip(constraints, limits, prefix_lengths(batch).tolist()))]
     prev = torch.full((len(sentences),), BOS, dtype=torch.long, device=device)
     history: dict[str, torch.Tensor] = {}
     t = 0

@@ -17,9 +17,11 @@ Pick = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  #: log-proba
 
 @torch.no_grad()
 def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_b: int = 10,
-                  attention: bool = False, pick: Optional[Pick] = None) -> list[list[Hypothesis]]:
+                  attention: bool = False, pick: Optional[Pick] = None,
+                  length_penalty: float = 1.0) -> list[list[Hypothesis]]:
     """The most probable token at each step (or the one ``pick`` takes of the step's log-probabilities), for every
-    sentence of ``batch`` (one hypothesis each)."""
+    sentence of ``batch`` (one hypothesis each), scored as beam search scores: log-probability / length^alpha
+    (``alpha = length_penalty``; ``</s>`` counted), so that a line's score does not depend on which search ran."""
     n = batch.size
     device = batch.device
     state = model.encode(batch)
@@ -48,8 +50,9 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
         if done.any():
             rows = done.nonzero().flatten()
             for row, i, words, score in zip(rows.tolist(), active[rows].tolist(), tokens[rows, :-1].tolist(),
-                                            logprob[rows].tolist()):
-                results[i] = [Hypothesis(words, score, score, collect_attention(history, row, t))]
+                                            logprob[rows].tolist()):  # (t: the length, </s> counted)
+                results[i] = [Hypothesis(words, score, score / t ** length_penalty if length_penalty else score,
+                                         collect_attention(history, row, t))]
             keep = (~done).nonzero().flatten()
             active, prev, tokens, logprob = active[keep], prev[keep], tokens[keep], logprob[keep]
             state = state.reorder(keep)

@@ -4,7 +4,8 @@ The prefix of each sentence comes with its inputs, as the batch stream ``prefix`
 :class:`Prefixed` model forces them: at each of the first steps, every token but the sentence's next prefix token
 gets log-probability -inf, so that greedy search, beam search and sampling all write the prefix and continue from
 it; a sentence without a prefix (an empty one) decodes freely. The prefix's own log-probability counts in the
-output's score, as the model gives it. Outputs include the prefix (as fairseq's and Marian's do).
+output's score, as the model gives it. Outputs include the prefix (as fairseq's and Marian's do), and may run to
+the prefix's length and the limit's constant ``b`` more (:meth:`Prefixed.max_output_len`).
 """
 from __future__ import annotations
 
@@ -52,9 +53,15 @@ class Prefixed(Wrapped):
         return log_probs, inner.like({**inner.tensors, _IDS: ids[:, 1:]}, static=inner.static | {_IDS}), weights
 
     def max_output_len(self, batch: Batch, a: float, b: int) -> torch.Tensor:
-        """The model's limit, and never less than a sentence's prefix."""
+        """The model's limit, and never less than a sentence's prefix and ``b`` tokens more: room for the search to go
+        on (and for its n-best to differ) after a prefix as long as the limit."""
         limit = self.model.max_output_len(batch, a, b)
-        if PREFIX not in batch:
-            return limit
-        return torch.maximum(limit, batch[PREFIX].lengths.to(limit) - 1)
+        return torch.maximum(limit, prefix_lengths(batch).to(limit) + b)
+
+
+def prefix_lengths(batch: Batch) -> torch.Tensor:
+    """Each sentence's prefix length in tokens ``[B]`` (0 for none)."""
+    if PREFIX not in batch:
+        return torch.zeros(batch.size, dtype=torch.long)
+    return (batch[PREFIX].lengths - 1).clamp(min=0)
 

@@ -60,7 +60,8 @@ def search_batch(model: Seq2Seq, batch: Batch, opts: SearchOptions, device: torc
             found = constrained_beam_search(model, batch, constraints, opts.beam_size, opts.n_best, opts.max_len_a,
                                             opts.max_len_b, opts.length_penalty, opts.attention)
         elif opts.sampler or opts.beam_size <= 1:
-            found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention, opts.sampler)
+            found = greedy_search(model, batch, opts.max_len_a, opts.max_len_b, opts.attention, opts.sampler,
+                                  0.0 if opts.sampler else opts.length_penalty)  # (a sample's score: its log-prob)
         else:
             found = beam_search(model, batch, opts.beam_size, opts.n_best, opts.max_len_a, opts.max_len_b,
                                 opts.length_penalty, opts.attention)
@@ -116,6 +117,7 @@ class LineResult:
     alignments: Optional[list[str]] = None  #: each output's word alignment with the input (Moses ``i-j``), if asked
     truncated: bool = False  #: whether an input (or the prefix) of the line was cut at the length limit
     not_finite: bool = False  #: whether the model's scores for the line were not finite (its outputs left empty)
+    unmet: list[str] = field(default_factory=list)  #: the constraints its best output lacks (none could hold all)
 
     @property
     def confidence(self) -> list[float]:
@@ -123,9 +125,12 @@ class LineResult:
         across lengths, closer to 0 where the model is surer."""
         return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
 
-    def flags(self) -> dict[str, bool]:
-        """What JSON says of the line beside its outputs: ``truncated``, ``not_finite``, where true."""
-        return {name: True for name in ("truncated", "not_finite") if getattr(self, name)}
+    def flags(self) -> dict[str, Union[bool, list[str]]]:
+        """What JSON says of the line beside its outputs, where true: ``truncated``, ``not_finite``, and
+        ``unmet_constraints``, the constraints (as given) that its best output lacks."""
+        flags: dict[str, Union[bool, list[str]]] = {
+            name: True for name in ("truncated", "not_finite") if getattr(self, name)}
+        return {**flags, "unmet_constraints": self.unmet} if self.unmet else flags
 
     def outputs(self) -> list[dict]:
         """Each output as JSON would hold it: ``text``, ``score``, ``logprob``, ``confidence``, ``tokens`` (its
@@ -232,8 +237,7 @@ class Translator:
                                  not_finite=not_finite)
                 continue
             inputs = cast(list, pending.parts)[0]
-            if CONSTRAINTS in inputs:
-                self._check_constraints(index, inputs[CONSTRAINTS], nbest[0])
+            missing = self._check_constraints(index, inputs[CONSTRAINTS], nbest[0]) if CONSTRAINTS in inputs else []
             if self.attention_out:
                 self._write_attention(index, inputs, nbest[0])
             texts = [self.tgt_vocab.decode(h.tokens) for h in nbest]
@@ -241,17 +245,18 @@ class Translator:
                 texts = [self.postprocess(index, fields, text, h) for text, h in zip(texts, nbest)]
             yield LineResult(index, texts, [h.score for h in nbest], [h.logprob for h in nbest],
                              [len(h.tokens) + len(pieces) for h in nbest],
-                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None, pending.truncated)
+                             [self.aligner(inputs, h) for h in nbest] if self.aligner else None, pending.truncated,
+                             unmet=missing)
 
-    def _check_constraints(self, index: int, item, hyp: Hypothesis) -> None:
-        """Warn, naming the line, where the best output lacks some of its constraints (none could hold them all
-        within the length limit)."""
+    def _check_constraints(self, index: int, item, hyp: Hypothesis) -> list[str]:
+        """The constraints (decoded) that the best output lacks (none could hold them all within the length limit),
+        with a warning naming the line where there are some."""
         phrases = phrases_of(list(item))
-        missing = unmet(hyp.tokens, phrases)
+        missing = [self.tgt_vocab.decode(phrases[c]) for c in unmet(hyp.tokens, phrases)]
         if missing:
-            named = ", ".join(repr(self.tgt_vocab.decode(phrases[c])) for c in missing)
             warn(f"{getattr(self.inputs, 'name', '<input>')}:{index + 1}: no output could hold every constraint; "
-                 f"the best lacks {named}")
+                 f"the best lacks {', '.join(map(repr, missing))}")
+        return missing
 
     def _write_attention(self, index: int, inputs: Inputs, hyp: Hypothesis) -> None:
         """The tokens and attention of a line's best hypothesis: ``source`` over the first input, ``source.<stream>``

@@ -222,12 +222,14 @@ def test_every_model_merges_states_but_those_attending_over_all_encoders_positio
 def test_a_target_prefix_starts_every_output_and_is_scored_by_the_model(arch):
     m, b = tiny(arch), batch()
     prefixes = [[5, 6, 7], [], [8], [9, 5, 9, 5, 9, 5, 9, 5]]  # none; one longer than the length limit (6)
+    limits = m.max_output_len(b, 0.0, 6).tolist()
     b.inputs[PREFIX] = make_batch({PREFIX: prefixes})[PREFIX]
     found = searched(Prefixed(m), b, 3)
     del b.inputs[PREFIX]
     free = searched(m, b, 3)
-    for i, prefix in enumerate(prefixes):
-        assert all(h.tokens[:len(prefix)] == prefix for h in found[i]), f"{arch}: row {i}"
+    for i, prefix in enumerate(prefixes):  # every one of the n-best, after a prefix past the limit too
+        assert all(h.tokens[:len(prefix)] == prefix for h in found[i]) and len(found[i]) == 3, f"{arch}: row {i}"
+        assert all(len(h.tokens) <= max(limits[i], len(prefix) + 6) for h in found[i])  # (the limit's b, 6, after it)
         best = found[i][0]  # its log-probability is the model's, prefix included
         one = make_batch(unbatched(b, i), [best.tokens])
         lp, _ = step_by_step(m, one)

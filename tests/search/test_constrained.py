@@ -7,6 +7,7 @@ from nmtkit.data.batching import make_batch
 from nmtkit.data.vocab import WordVocab
 from nmtkit.search.beam import beam_search
 from nmtkit.search.constrained import CONSTRAINTS, Progress, constrained_beam_search, flat, phrases_of, unmet
+from nmtkit.search.prefix import PREFIX, Prefixed
 from nmtkit.search.sources import StreamSources, TextSource
 from nmtkit.search.token_costs import TokenCosts
 from nmtkit.search.translator import SearchOptions, Translator, search_batch
@@ -75,11 +76,27 @@ def test_an_impossible_constraint_ends_the_search_and_is_reported():
 
 
 def test_the_search_of_a_batch_with_constraints_is_constrained():
+    """... and a line of it without constraints gets what the plain search gives it, its score too (greedy search's
+    for a beam of 1: both normalised by length)."""
     m, b = tiny("rnnsearch"), batch()
     b.inputs[CONSTRAINTS] = make_batch({CONSTRAINTS: [flat(p) for p in PHRASES]})[CONSTRAINTS]
+    assert PHRASES[1] == []
     for beam in (1, 3):
-        found = search_batch(m, b, SearchOptions(beam_size=beam, n_best=1, max_len_a=0.0, max_len_b=6), "cpu")
+        opts = SearchOptions(beam_size=beam, n_best=1, max_len_a=0.0, max_len_b=6)
+        found, plain = search_batch(m, b, opts, "cpu"), search_batch(m, batch(), opts, "cpu")
         assert all(unmet(h[0].tokens, p) == [] for h, p in zip(found, PHRASES))
+        assert found[1][0].tokens == plain[1][0].tokens
+        assert (found[1][0].score, found[1][0].logprob) == pytest.approx((plain[1][0].score, plain[1][0].logprob))
+
+
+def test_constraints_are_given_room_after_a_target_prefix():
+    """A prefix as long as the length limit (6) leaves the constraints their tokens after it."""
+    m, b = tiny("rnnsearch"), batch()
+    prefixes = [[4, 4, 4, 4, 4, 4], [], [5] * 8, []]
+    b.inputs[PREFIX] = make_batch({PREFIX: prefixes})[PREFIX]
+    found = constrained(Prefixed(m), b, PHRASES)
+    for hyps, prefix, phrases in zip(found, prefixes, PHRASES):
+        assert hyps[0].tokens[:len(prefix)] == prefix and unmet(hyps[0].tokens[len(prefix):], phrases) == []
 
 
 def test_constraints_longer_than_the_model_can_write_are_cut_at_its_table_and_reported(capsys):
@@ -92,5 +109,7 @@ def test_constraints_longer_than_the_model_can_write_are_cut_at_its_table_and_re
     vocab = WordVocab([f"w{k}" for k in range(40)])
     translator = Translator(m, StreamSources([TextSource(vocab)], "in.txt"), vocab, SearchOptions(beam_size=3),
                             "cpu")
-    translator._check_constraints(1, flat(phrases[1]), found[1][0])
+    lacks = translator._check_constraints(1, flat(phrases[1]), found[1][0])
     assert "in.txt:2: no output could hold every constraint; the best lacks" in capsys.readouterr().err
+    assert lacks == ["w6 w7 w8"]  # (ids 10-12: the words after the 4 special tokens)
+    assert translator._check_constraints(0, flat(phrases[0]), found[0][0]) == []

@@ -30,7 +30,7 @@ def test_greedy_is_the_argmax_path(a, b):
         assert len(h) == 1
         assert h[0].tokens == argmax_path(model, i, limit(s, a, b))
         assert h[0].logprob == pytest.approx(model.score(i, h[0].tokens), abs=1e-4)
-        assert h[0].score == h[0].logprob
+        assert h[0].score == pytest.approx(h[0].logprob / (len(h[0].tokens) + 1))  # (length penalty 1, </s> counted)
         assert torch.equal(torch.from_numpy(h[0].attention["source"]), source_attention(s, h[0].tokens, width))
 
 
