@@ -63,7 +63,9 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @click.option("--max-lines", type=Checked(int, POSITIVE), default=256, show_default=True,
               help="lines per request at most (more: 413)")
 @click.option("--max-chars", type=Checked(int, POSITIVE), default=100_000, show_default=True,
-              help="characters per request at most (more: 413)")
+              help="characters per request at most, in its lines, prefixes and constraints (more: 413)")
+@click.option("--max-constraints", type=Checked(int, POSITIVE), default=32, show_default=True,
+              help="constraint phrases per line at most (more: 413)")
 @DEVICE_OPTION
 @PRECISION
 @click.option("--threads", type=setting("threads"), default=0, show_default=True,
@@ -73,7 +75,7 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "
                    "(docs/serve.md: when it pays)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            continuous, queue_size, max_lines, max_chars, device, precision, threads, compile, workers):
+            continuous, queue_size, max_lines, max_chars, max_constraints, device, precision, threads, compile, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
@@ -116,7 +118,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         log(f"{workers} decoding processes of {threads} thread(s) each"
             f"{', each compiling its decoding step (torch.compile) before it takes batches' if compile else ''}")
     try:
-        limits = Limits(max_lines, max_chars, queue_size, max_batch, max_wait_ms, continuous)
+        limits = Limits(max_lines, max_chars, max_constraints, queue_size, max_batch, max_wait_ms, continuous)
         serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)
     finally:
         if pool:

@@ -40,7 +40,8 @@ class Limits:
     the request's settings allow: :mod:`nmtkit.serve.batcher`)."""
 
     max_lines: int = 256
-    max_chars: int = 100_000
+    max_chars: int = 100_000  #: in the lines, their prefixes and constraints
+    max_constraints: int = 32  #: phrases per line (a constrained search's cost grows with their square)
     queue_size: int = 256
     max_batch: int = 32
     max_wait_ms: float = 5.0
@@ -84,6 +85,48 @@ def line_results(results: Sequence[LineResult]) -> list[dict]:
     was longer than the model reads, and cut; ``not_finite``: the model's scores were not, and the outputs are
     empty)."""
     return [{"outputs": result.outputs(), **result.flags()} for result in results]
+
+
+def flattened(*fields: Sequence[Union[str, Sequence[str]]]) -> list[str]:
+    """The strings of request fields, each a list of strings or of lists of strings."""
+    return [text for items in fields for item in items for text in ([item] if isinstance(item, str) else item)]
+
+
+class BodyLimit:
+    """ASGI middleware: a request body of more than ``most`` bytes gets 413, as its ``Content-Length`` says or, for
+    a body sent in chunks, as it arrives (read whole here, then handed on)."""
+
+    def __init__(self, app, most: int):
+        self.app, self.most = app, most
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.most:
+            return await self._refuse(f"a body of {int(length)} bytes; at most {self.most} are accepted", scope,
+                                      receive, send)
+        chunks, size, message = [], 0, {"more_body": True}
+        while message.get("more_body"):
+            message = await receive()
+            if message["type"] != "http.request":  # (the client went: the application hears it too)
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.most:
+                return await self._refuse(f"a body sent in chunks past {self.most} bytes, the most accepted", scope,
+                                          receive, send)
+        pending = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                   if message["type"] == "http.request" else message]
+
+        async def replay():
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _refuse(message: str, scope, receive, send) -> None:
+        await error(413, message)(scope, receive, send)
 
 
 def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thread: bool = True,
@@ -137,20 +180,14 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
             message = "the body is not JSON in UTF-8"
         return error(exc.status_code, message, **(exc.headers or {}))
 
-    @app.middleware("http")
-    async def body_size(request: Request, call_next):
-        length = request.headers.get("content-length")
-        most = 4 * limits.max_chars + 65_536  # (UTF-8 and JSON's quoting: at most this for max_chars characters)
-        if length and length.isdigit() and int(length) > most:
-            return error(413, f"a body of {int(length)} bytes; at most {most} are accepted")
-        return await call_next(request)
+    app.add_middleware(BodyLimit, most=4 * limits.max_chars + 65_536)  # (UTF-8 and JSON's quoting of max_chars)
 
     @app.get("/health")
     async def health() -> dict:
         """Whether the server is up, and how busy: requests waiting and in flight, the decoding workers, and since it
         started, the batches decoded, their lines and the seconds spent decoding them (summed over the workers), and
         continuous batching's search steps and the lines in them (summed over steps)."""
-        return {"status": "ok", "waiting": batcher.jobs.qsize(), "in_flight": batcher.in_flight,
+        return {"status": "ok", "waiting": batcher.waiting, "in_flight": batcher.in_flight,
                 "workers": batcher.workers,
                 "batches": batcher.batches, "lines": batcher.lines, "decoding_s": round(batcher.decoding_s, 3),
                 "steps": batcher.steps, "step_lines": batcher.step_lines}
@@ -176,9 +213,15 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
             return error(422, f"n_best: expects at most the beam size ({beam}), got {n_best}")
         if len(body.text) > limits.max_lines:
             return error(413, f"text: {len(body.text)} lines; at most {limits.max_lines} per request")
-        chars = sum(len(line) if isinstance(line, str) else sum(map(len, line)) for line in body.text)
+        many = next((i for i, phrases in enumerate(body.constraints or ()) if len(phrases) > limits.max_constraints),
+                    None)
+        if many is not None:
+            return error(413, f"constraints.{many}: {len(cast(list, body.constraints)[many])} phrases; at most "
+                              f"{limits.max_constraints} per line")
+        chars = sum(map(len, flattened(body.text, body.prefix or [], body.constraints or [])))
         if chars > limits.max_chars:
-            return error(413, f"text: {chars} characters; at most {limits.max_chars} per request")
+            given = "text" + (", prefix and constraints" if body.prefix or body.constraints else "")
+            return error(413, f"{given}: {chars} characters; at most {limits.max_chars} per request")
         try:
             lines = decoder.lines(body.text, body.prefix, body.constraints)
             if body.alignments:

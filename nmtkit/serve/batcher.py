@@ -92,10 +92,17 @@ class Batcher:
         finally:
             self.finished.set()
 
+    @property
+    def waiting(self) -> int:
+        """Jobs waiting: queued, or set aside while another batch was gathered."""
+        return self.jobs.qsize() + len(self.held)
+
     def submit(self, job: Job) -> None:
-        """Queue ``job``, or raise :class:`Full`."""
+        """Queue ``job``, or raise :class:`Full` where ``queue_size`` jobs are :attr:`waiting`."""
         with self._lock:
             try:
+                if self.waiting >= self.jobs.maxsize:
+                    raise queue.Full
                 self.jobs.put_nowait(job)
             except queue.Full:
                 raise Full(f"{self.jobs.maxsize} requests are waiting") from None

@@ -109,9 +109,12 @@ def test_alignments_come_with_each_output_when_asked(url, decoder):
     assert "alignment" not in plain
 
 
-def test_an_answer_marks_a_line_cut_at_the_length_limit():
-    results = [LineResult(0, ["a"], [-1.0], [-2.0], [2]), LineResult(1, ["b"], [-1.0], [-2.0], [2], truncated=True)]
-    assert [sorted(line) for line in line_results(results)] == [["outputs"], ["outputs", "truncated"]]
+def test_an_answer_marks_a_line_cut_at_the_length_limit_or_lacking_constraints():
+    results = [LineResult(0, ["a"], [-1.0], [-2.0], [2]), LineResult(1, ["b"], [-1.0], [-2.0], [2], truncated=True),
+               LineResult(2, ["c"], [-1.0], [-2.0], [2], unmet=["x y"])]
+    assert [sorted(line) for line in line_results(results)] == [["outputs"], ["outputs", "truncated"],
+                                                                ["outputs", "unmet_constraints"]]
+    assert line_results(results)[2]["unmet_constraints"] == ["x y"]
 
 
 @pytest.mark.parametrize("body, status, message", [
@@ -132,6 +135,9 @@ def test_an_answer_marks_a_line_cut_at_the_length_limit():
     ({"text": ["\ud800"]}, 422, "text.0: not valid Unicode"),
     ({"text": ["a"] * 9}, 413, "text: 9 lines; at most 8 per request"),
     ({"text": ["a" * 150, "b" * 51]}, 413, "text: 201 characters; at most 200 per request"),
+    ({"text": ["a" * 50], "prefix": ["b" * 50], "constraints": [["c" * 101]]}, 413,
+     "text, prefix and constraints: 201 characters; at most 200 per request"),
+    ({"text": ["a", "b"], "constraints": [[], ["c"] * 33]}, 413, "constraints.1: 33 phrases; at most 32 per line"),
 ])
 def test_bad_requests_are_one_line_naming_the_field(url, body, status, message):
     r = httpx.post(f"{url}/translate", content=json.dumps(body), headers={"content-type": "application/json"})
@@ -151,6 +157,11 @@ def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
     assert r.status_code == 400 and r.json()["error"].startswith("the body is not JSON")
     r = httpx.post(f"{url}/translate", content=b"x" * 70_000, headers={"content-type": "application/json"})
     assert r.status_code == 413 and "70000 bytes" in r.json()["error"]
+    r = httpx.post(f"{url}/translate", content=iter([b"x" * 40_000] * 2), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json() == {"error": "a body sent in chunks past 66336 bytes, the most accepted"}
+    chunks = iter([b'{"text": ', b'["seven"]}'])  # (sent in chunks, without a Content-Length: read whole)
+    r = httpx.post(f"{url}/translate", content=chunks, headers={"content-type": "application/json"})
+    assert r.status_code == 200 and len(r.json()["translations"]) == 1
     r = httpx.post(f"{url}/translate", content=b'{"text": ["\xff"]}', headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json() == {"error": "the body is not JSON in UTF-8"}
 

@@ -119,6 +119,17 @@ def test_a_full_queue_refuses_and_stopping_finishes_every_job_submitted():
     assert not batcher.thread.is_alive() and [got[0][0].texts for _, got, _ in waiting] == [["W1"], ["W2"]]
 
 
+def test_jobs_set_aside_while_gathering_count_as_waiting():
+    """A job of other settings met while a batch is gathered leaves the queue for ``held``: it still waits, and
+    counts against the queue's size."""
+    batcher = Batcher(Recorder(), queue_size=2)
+    batcher.held.append(job(["other"], key="b")[0])
+    batcher.submit(job(["queued"])[0])
+    assert batcher.waiting == 2
+    with pytest.raises(Full, match="2 requests are waiting"):
+        batcher.submit(job(["refused"])[0])
+
+
 def test_with_several_workers_batches_are_decoded_at_once_and_stopping_waits_for_them():
     gates, together, threads = [threading.Event(), threading.Event()], threading.Barrier(3), []
     third = threading.Event()
