@@ -94,14 +94,18 @@ def decoding_options(command: Callable) -> Callable:
     return command
 
 
-def check_same_length(paths: Sequence[str]) -> None:
-    """Several inputs read side by side must have as many lines each: else a one-line error naming them."""
+def check_same_length(files: Sequence[tuple[str, str]]) -> None:
+    """Several files read side by side (option, path: the inputs first) must have as many lines each: else a one-line
+    error naming the first that has not as many as the first input, by its option."""
     from nmtkit.data.text import check_readable, count_lines
 
-    counts = {path: count_lines(check_readable(path, allow_empty=True)) for path in paths}
-    if len(set(counts.values())) > 1:
-        given = ", ".join(f"{path} has {n}" for path, n in counts.items())
-        raise NmtkitError(f"-i: the inputs must have the same number of lines, but {given}", exit_code=2)
+    (_, first), *others = files
+    lines = count_lines(check_readable(first, allow_empty=True))
+    for option, path in others:
+        count = count_lines(check_readable(path, allow_empty=True))
+        if count != lines:
+            raise NmtkitError(f"{option} {path}: {count} line(s), but the input {first} has {lines}; the files read "
+                              "side by side must have as many lines each", exit_code=2)
 
 
 def input_lines(paths: Sequence[str], fields: bool, files: ExitStack) -> Iterable:
@@ -215,8 +219,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     settings.check()
     guide_files = [(option, path) for option, path in (("--prefix-file", options["prefix_file"]),
                                                        ("--constraints", options["constraints_file"])) if path]
-    side_by_side = [*input_paths, *(path for _, path in guide_files)] if input_paths else []
-    if len(side_by_side) > 1 and not any(map(is_stream, side_by_side)):  # (stdin, pipes: checked as they are read)
+    side_by_side = [*(("-i", path) for path in input_paths), *guide_files] if input_paths else []
+    if len(side_by_side) > 1 and not any(is_stream(path) for _, path in side_by_side):  # (stdin, pipes: as read)
         check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
     name = " + ".join(input_paths) or "<stdin>"

@@ -45,6 +45,7 @@ class Command(click.Command):
     def invoke(self, ctx: click.Context):
         inputs: list[Named] = []
         outputs: list[Named] = []
+        to_stdout: list[str] = []  # (the options writing to the standard output)
         for param in self.params:
             if not isinstance(param.type, (ReadFile, WriteFile)):
                 continue
@@ -53,12 +54,18 @@ class Command(click.Command):
             name = option_name(param)
             if isinstance(param.type, WriteFile):
                 outputs += [(name, v) for v in values if v not in (None, "-")]
+                main = isinstance(param, click.Option) and "-o" in param.opts  # (-o: the standard output by default)
+                written = [name for v in values if v == "-" or (v is None and main)]
+                to_stdout = written + to_stdout if main else to_stdout + written  # (-o named first)
             elif param.type.stdin and values in ([None], ["-"], []):
                 inputs.append((name, None))
             else:
                 inputs += [(name, v) for v in values if v not in (None, "-")]
         if self.more_inputs is not None:
             inputs += self.more_inputs(ctx.params)
+        if len(to_stdout) > 1:
+            raise NmtkitError(f"{to_stdout[1]} -: {to_stdout[0]} writes to the standard output too, and the two would "
+                              f"mix; give {to_stdout[1]} a file", exit_code=2)
         check_outputs(outputs, inputs)
         return super().invoke(ctx)
 

@@ -57,6 +57,13 @@ def test_translate_refuses_to_write_over_its_model_or_its_own_outputs(trained_ck
     assert not out.exists()
 
 
+def test_two_outputs_to_the_standard_output_are_refused(trained_ckpt, text_dir):
+    src = text_dir / "test.en"
+    message = "--alignments -: --output writes to the standard output too, and the two would mix; give --alignments a file"
+    for output in ([], ["-o", "-"]):
+        _refused(["translate", "-m", trained_ckpt, "-i", src, *output, "--alignments", "-"], [src], message)
+
+
 def test_translate_refuses_to_write_over_the_file_on_its_standard_input(trained_ckpt, text_dir, tmp_path):
     src = tmp_path / "in.en"
     src.write_bytes((text_dir / "test.en").read_bytes())

@@ -315,8 +315,8 @@ def test_what_to_give_a_model_with_two_inputs(two_source_ckpt, trained_ckpt, two
     (tmp_path / "short").write_text("one\n")
     r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "short", "-o", tmp_path / "out",
              "--attention-out", tmp_path / "a.h5"], ok=False)
-    assert r.exit_code == 2 and r.stderr == (f"error: -i: the inputs must have the same number of lines, but {a} has "
-                                             f"5, {tmp_path / 'short'} has 1\n")
+    assert r.exit_code == 2 and r.stderr == (f"error: -i {tmp_path / 'short'}: 1 line(s), but the input {a} has 5; "
+                                             "the files read side by side must have as many lines each\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["short"]
     (tmp_path / "bad").write_bytes(b"eins\n\xff\n\nvier\nfunf\n")
     r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "bad"], ok=False)
@@ -557,7 +557,8 @@ def test_a_prefix_file_of_another_length_is_one_line(trained_ckpt, tmp_path):
     (tmp_path / "in.en").write_text("one\ntwo\n")
     r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--prefix-file", tmp_path / "pre.de",
              "-o", tmp_path / "out.de"], ok=False)
-    assert r.exit_code == 2 and "the inputs must have the same number of lines" in r.stderr
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: --prefix-file {tmp_path / 'pre.de'}: 1 line(s), but the "
+                                                    f"input {tmp_path / 'in.en'} has 2;")
     assert not (tmp_path / "out.de").exists()
 
 

@@ -100,8 +100,8 @@ def test_inputs_of_different_lengths_are_refused_before_any_output(tmp_path):
     r = run(["translate", "-m", tmp_path / "model.pt", "-i", tmp_path / "a", "-i", tmp_path / "b",
              "-o", tmp_path / "out", "--attention-out", tmp_path / "a.h5"], ok=False)
     assert r.exit_code == 2
-    assert r.stderr == (f"error: -i: the inputs must have the same number of lines, but {tmp_path / 'a'} has 3, "
-                        f"{tmp_path / 'b'} has 2\n")
+    assert r.stderr == (f"error: -i {tmp_path / 'b'}: 2 line(s), but the input {tmp_path / 'a'} has 3; the files "
+                        "read side by side must have as many lines each\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
 
 
