@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One check of a GPU (issue 33), at most TIME_LIMIT seconds (default 420) on one H100-class GPU, then the summary:
 # everything it measures goes into OUT/summary.txt, the logs into OUT/logs.tar.gz.
-#   1. the Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, shared and tied embeddings) and bitatt-transformer
-#      of the same size train BASE_STEPS updates of BASE_BATCH-token batches with --amp: tok/s per window of 25
-#      updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per target token of one
-#      batch, torch.utils.flop_counter, against the GPU's peak: an 8192-cubed matrix product in the mixed precision);
-#      then the test set decoded greedy and with beam 5 (sentences/s), and CPU_LINES of its lines (every k-th,
-#      default 200) on the machine's CPU, for the GPU's speed-up; every base run's updates PROFILE (A:B, default
-#      the last 10) are profiled (train --profile: wall and kernel time, launches and host synchronisations per
-#      update; their window of the speed table runs slower);
+#   1. the Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, shared and tied embeddings; the first of
+#      BASE_ARCHS, the others in step 4) trains BASE_STEPS updates of BASE_BATCH-token batches with --amp: tok/s
+#      per window of 25 updates, epoch 1 apart, peak GPU memory, and the share of the GPU's matrix rate (FLOP per
+#      target token of one batch, torch.utils.flop_counter, against the GPU's peak: an 8192-cubed matrix product
+#      in the mixed precision); then the test set decoded greedy and with beam 5 (sentences/s), and CPU_LINES of
+#      its lines (every k-th, default 200) on the machine's CPU, for the GPU's speed-up; every base run's updates
+#      PROFILE (A:B, default the last 10) are profiled (train --profile: wall and kernel time, launches and host
+#      synchronisations per update; their window of the speed table runs slower);
 #   2. every registered architecture trains STEPS updates and decodes LINES test lines on DEVICE, on a small corpus
 #      the script makes (English numbers -> German, a damaged German as a second input, a 7 x 7 grid of random
 #      features as an image), so that text, multi-source and captioning models all run;
@@ -16,8 +16,9 @@
 #      load on DEVICE (bench/serve_load.py, issue 34): SERVE_CLIENTS (default 16) clients sending SERVE_LINES
 #      (default 300) lines of SERVE_INPUT (default the test set's English) one a request, the server batching what
 #      arrives together, then with --continuous; sentences/s against `translate` at batch 32 of the same lines;
-#   4. the base runs of LATER_BASE (default transformer@32768: the Transformer base at 32,768-token batches, its share
-#      of the matrix rate at a large batch), after the every-architecture check so that the time limit falls on them.
+#   4. the other base runs of BASE_ARCHS (default bitatt-transformer of the Transformer base's size), then those of
+#      LATER_BASE (default transformer@32768: the Transformer base at 32,768-token batches, its share of the matrix
+#      rate at a large batch), after the every-architecture check so that the time limit falls on them.
 # Every command runs under what is left of TIME_LIMIT: one still running at the limit is stopped, later ones are not
 # run, and the summary says so (a failed step). The seconds each command took are in the summary (a GPU process's
 # start-up is a large part of the small steps). It needs no installed `nmtkit` command: without one on the PATH it
@@ -123,8 +124,9 @@ base() {
     echo "$name done" >&2
   done
 }
-# shellcheck disable=SC2086
-base ${BASE_ARCHS:-transformer bitatt-transformer}
+read -r -a base_archs <<< "${BASE_ARCHS:-transformer bitatt-transformer}"
+# the first base run only: the every-architecture check comes before the others, so that the time limit spares it
+base ${base_archs[@]+"${base_archs[0]}"}
 
 echo "== 2. every architecture: $steps updates, $lines lines decoded on $device" >&2
 timed "$logs/numbers.log" "${nmtkit[@]}" demo-corpus "$out/numbers" --train 3000 --valid 100 --test "$lines" &&
@@ -168,7 +170,7 @@ if [ -n "${SERVE_MODEL:-}" ]; then
   done
 fi
 
-later=${LATER_BASE:-transformer@32768}
+later="${base_archs[*]:1} ${LATER_BASE:-transformer@32768}"
 [ "${COMPILE:-0}" = 1 ] && later="$later transformer+compile"
 if [ -n "${later// /}" ]; then
   echo "== 4. base runs after the check: $later" >&2

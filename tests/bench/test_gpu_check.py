@@ -15,10 +15,10 @@ SCRIPT = Path(__file__).parents[2] / "bench" / "gpu_check.sh"
 
 
 def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
-    r = run_recipe(SCRIPT, tmp_path / "check", ARCHS="rnnsearch nosuch show-attend-tell", BASE_ARCHS="transformer",
-                   DEVICE="cpu", TINY="1", STEPS="2", LINES="3", BASE_STEPS="4", BASE_BATCH="128", PAIRS="300",
-                   LATER_BASE="transformer@512", CPU_LINES="100", PROFILE="3:4", SERVE_MODEL="base", SERVE_LINES="6",
-                   SERVE_CLIENTS="1,4")
+    r = run_recipe(SCRIPT, tmp_path / "check", ARCHS="rnnsearch nosuch show-attend-tell",
+                   BASE_ARCHS="transformer transformer@512", DEVICE="cpu", TINY="1", STEPS="2", LINES="3",
+                   BASE_STEPS="4", BASE_BATCH="128", PAIRS="300", LATER_BASE=" ", CPU_LINES="100", PROFILE="3:4",
+                   SERVE_MODEL="base", SERVE_LINES="6", SERVE_CLIENTS="1,4")
     assert r.returncode == 1 and "error: a step failed" in r.stderr.splitlines()[-1], r.stderr
     summary = (tmp_path / "check" / "summary.txt").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
@@ -41,6 +41,9 @@ def test_the_gpu_check_summarises_every_step_in_one_file(tmp_path):
             assert re.search(rf"\| {mode} \| {clients} \| [\d,.]+ \| [\d.]+ \| [\d,.]+ \| [\d,.]+ \| 6 \| 0 \| \d+ \| 0 \| 0 \| "
                              r"[\d.]+ \|\n", summary), summary
         assert re.search(rf"\n{mode}: 6 lines, beam 5, device cpu; translate \(batch 32\) [\d,.]+ sentences/s\n", summary)
+    order = [line.split("\t")[0] for line in (tmp_path / "check" / "logs" / "steps.tsv").read_text().splitlines()]
+    assert order.index("transformer.base.train.log") < order.index("rnnsearch.train.log") < \
+        order.index("transformer@512.base.train.log")  # (BASE_ARCHS' first run, every architecture, the others)
     with tarfile.open(tmp_path / "check" / "logs.tar.gz") as logs:
         names = logs.getnames()
     assert "logs/rnnsearch.train.log" in names and "logs/transformer.beam5.log" in names
