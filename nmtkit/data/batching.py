@@ -263,7 +263,7 @@ class TrainingBatches:
                     yield examples_batch(examples, True, self.pad_multiple, self.caps)
                 position += 1
             window = []
-        if position == 0:  # (every epoch alike: training would go round empty epochs for ever)
+        if position == 0:  # (not one batch this epoch: training would go round empty epochs for ever)
             raise NmtkitError(self._why_no_batch(total), exit_code=2)
 
     def _why_no_batch(self, examples: int) -> str:
