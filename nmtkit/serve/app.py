@@ -29,7 +29,7 @@ from nmtkit.decoding import Decoder
 from nmtkit.errors import NmtkitError
 from nmtkit.search.continuous import ContinuousSearch
 from nmtkit.search.translator import LineResult
-from nmtkit.serve.batcher import Batcher, Full, Job
+from nmtkit.serve.batcher import Batcher, Dropped, Full, Job
 from nmtkit.serve.workers import WorkerPool, decode_batch
 
 
@@ -242,7 +242,12 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
             batcher.submit(Job(lines, (name, beam, n_best, body.alignments, guided), done))
         except Full as e:
             return error(503, f"the server is busy ({e}); try again", **{"Retry-After": "1"})
-        outcome = await future
+        try:
+            outcome = await future
+        except asyncio.CancelledError:  # (a second signal: the server stops without the requests in flight)
+            return error(503, "the server stopped before answering; try again", **{"Retry-After": "1"})
+        if isinstance(outcome, Dropped):
+            return error(503, f"{outcome}; try again", **{"Retry-After": "1"})
         if isinstance(outcome, Exception):
             return error(500, f"decoding failed: {outcome}")
         return {"model": name, "translations": line_results(outcome)}
@@ -260,7 +265,9 @@ def serve(app: FastAPI, host: str, port: int) -> None:
     calling thread, which must be the main one. PyTorch's CPU operations parallelised over several threads take
     several times longer when called from a thread other than the main one (each wakes its OpenMP team: about
     75 µs against 5-16 µs for a small one, bench/README.md), so the main thread decodes. A signal stops taking requests;
-    those in flight are answered, then this returns. A one-line error where the server could not start."""
+    those in flight are answered, then this returns. A second signal stops at once: the batch being decoded is
+    finished, the requests not decoded yet are dropped, and a one-line error counts them; so does one where the server
+    could not start."""
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
                                            timeout_graceful_shutdown=None))
     batcher = app.state.batcher
@@ -271,6 +278,8 @@ def serve(app: FastAPI, host: str, port: int) -> None:
         except SystemExit:  # (uvicorn's way of saying it could not start: told below)
             pass
         finally:
+            if server.force_exit:  # (its event loop is gone: what is not decoded yet never will be answered)
+                batcher.cancel()
             batcher.stop(0)
 
     def stop(signum, frame) -> None:  # (a second signal: stop without waiting for the requests in flight)
@@ -288,3 +297,5 @@ def serve(app: FastAPI, host: str, port: int) -> None:
             signal.signal(sig, handler)
     if not server.started:
         raise NmtkitError(f"--host/--port: could not serve on {host}:{port} (the log above says why)")
+    if batcher.dropped:
+        raise NmtkitError(f"stopped at a second signal: {batcher.dropped} request(s) dropped undecoded")

@@ -58,6 +58,10 @@ class Full(Exception):
     """The queue holds as many jobs as it may: the request is refused (503)."""
 
 
+class Dropped(Exception):
+    """What a job gets that :meth:`Batcher.cancel` dropped undecoded."""
+
+
 class Batcher:
     """A worker thread decoding queued jobs in batches of up to ``max_batch`` lines gathered for up to ``max_wait``
     seconds, up to ``workers`` batches at once; at most ``queue_size`` jobs wait."""
@@ -77,6 +81,8 @@ class Batcher:
         self.batches = self.lines = 0  #: batches decoded so far (continuous searches: each run until drained), their lines
         self.steps = self.step_lines = 0  #: continuous searches' steps so far, and the lines in them, summed over steps
         self.decoding_s = 0.0  #: seconds spent decoding them, summed over workers (against the time up: how busy)
+        self.cancelled = False  #: set by :meth:`cancel`
+        self.dropped = 0  #: jobs dropped undecoded once cancelled
         self._lock = threading.Lock()
 
     def start(self) -> "Batcher":
@@ -113,6 +119,25 @@ class Batcher:
         self.jobs.put(None)
         self.finished.wait(timeout)
 
+    def cancel(self) -> None:
+        """Decode nothing more: the batches being decoded finish, every other job gets :class:`Dropped` (counted in
+        :attr:`dropped`); then :meth:`stop` ends the worker at once."""
+        self.cancelled = True
+
+    def _drop(self, jobs: list[Optional[Job]]) -> None:
+        """Give ``jobs``, the held ones and those queued :class:`Dropped`."""
+        while True:
+            try:
+                jobs.append(self.jobs.get_nowait())
+            except queue.Empty:
+                break
+        jobs += self.held
+        self.held.clear()
+        for job in jobs:
+            if job is not None:
+                self._settle(job, Dropped("the server stopped before decoding it"), 0)
+                self.dropped += 1
+
     def _next(self, timeout: Optional[float]) -> Optional[Job]:
         """The next job, held ones first; raises queue.Empty after ``timeout`` seconds (None: wait)."""
         if self.held:
@@ -124,6 +149,10 @@ class Batcher:
         while not stopping or self.held:
             self._idle.acquire()  # (gather only for a decoder that can take the batch at once)
             first = self._next(None)  # (once stopping, only held jobs are left: they come first)
+            if self.cancelled:
+                self._idle.release()
+                self._drop([first])
+                break
             if first is None:
                 stopping = True
                 self._idle.release()
@@ -201,6 +230,9 @@ class Batcher:
                 finished = jobs.pop(cast(int, tag))
                 lines -= len(finished.lines)
                 self._settle(finished, results, finished.batched_with)
+            if self.cancelled:  # (the jobs still in the search are dropped with the waiting ones)
+                self._drop(list(jobs.values()))
+                break
             if not (blocked or stopping) and lines < self.max_batch:
                 job, was_held, stopping = self._poll()
         self.batches += 1
@@ -221,7 +253,10 @@ class Batcher:
     def _settle(self, job: Job, outcome: object, count: int) -> None:
         """Hand ``job`` its results (or an error); ``count``: the lines decoded with its own."""
         job.batched_with = count
-        job.done(outcome)
+        try:
+            job.done(outcome)
+        except Exception:  # (its client gone with the server's event loop, at a forced stop): the worker goes on
+            logging.getLogger("nmtkit.serve").debug("a job's answer could not be handed over", exc_info=True)
         with self._lock:
             self.in_flight -= 1
 
@@ -230,20 +265,22 @@ class Batcher:
         idle."""
         began = time.perf_counter()
         try:
-            results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
-        except Exception as e:  # every job of the batch gets the error (the log its traceback); the worker goes on
-            logging.getLogger("nmtkit.serve").exception("decoding a batch of %d lines failed", count)
-            results = None
-            error: Exception = e
-        with self._lock:
-            self.batches, self.lines = self.batches + 1, self.lines + count
-            self.decoding_s += time.perf_counter() - began
-        start = 0
-        for job in batch:
-            if results is None:
-                self._settle(job, error, count)
-            else:
-                own = results[start:start + len(job.lines)]
-                self._settle(job, [replace(r, index=r.index - start) for r in own], count)
-                start += len(job.lines)
-        self._idle.release()
+            try:
+                results = self.decode(batch[0].key, [line for job in batch for line in job.lines])
+            except Exception as e:  # every job of the batch gets the error (the log its traceback); the worker goes on
+                logging.getLogger("nmtkit.serve").exception("decoding a batch of %d lines failed", count)
+                results = None
+                error: Exception = e
+            with self._lock:
+                self.batches, self.lines = self.batches + 1, self.lines + count
+                self.decoding_s += time.perf_counter() - began
+            start = 0
+            for job in batch:
+                if results is None:
+                    self._settle(job, error, count)
+                else:
+                    own = results[start:start + len(job.lines)]
+                    self._settle(job, [replace(r, index=r.index - start) for r in own], count)
+                    start += len(job.lines)
+        finally:
+            self._idle.release()

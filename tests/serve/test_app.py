@@ -288,6 +288,55 @@ def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_a
     assert signal.getsignal(signal.SIGTERM) is handler and batcher.finished.is_set()
 
 
+def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder):
+    """The batch being decoded is finished, the requests waiting are dropped: serve returns with a one-line error
+    counting them, and every answer a client gets is JSON."""
+    gate, entered = threading.Event(), threading.Event()
+    app = make_app({"tiny": decoder}, Limits(max_batch=1, max_wait_ms=0), worker_thread=False)
+
+    def held() -> None:
+        entered.set()
+        gate.wait(30)
+
+    on_decoding(app.state.batcher, held)
+    port, answers = free_port(), []
+
+    def ask() -> None:
+        try:
+            answers.append(httpx.post(f"http://127.0.0.1:{port}/translate", json={"text": ["one"]}, timeout=30))
+        except httpx.TransportError:  # (the connection closed with the server)
+            pass
+
+    def client() -> None:
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health")
+                break
+            except httpx.TransportError:
+                threading.Event().wait(0.05)
+        asking = [threading.Thread(target=ask) for _ in range(4)]
+        for thread in asking:
+            thread.start()
+        assert entered.wait(30)
+        while httpx.get(f"http://127.0.0.1:{port}/health").json()["waiting"] < 3:
+            threading.Event().wait(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+        threading.Event().wait(0.3)
+        os.kill(os.getpid(), signal.SIGTERM)
+        threading.Event().wait(0.5)
+        gate.set()
+        for thread in asking:
+            thread.join(30)
+
+    asker = threading.Thread(target=client)
+    asker.start()
+    with pytest.raises(NmtkitError, match=r"^stopped at a second signal: 3 request\(s\) dropped undecoded$"):
+        serve(app, "127.0.0.1", port)
+    asker.join(30)
+    assert not asker.is_alive() and app.state.batcher.finished.is_set()
+    assert answers and all(a.status_code == 503 and "error" in a.json() for a in answers), [a.text for a in answers]
+
+
 def test_serve_names_the_address_it_cannot_listen_on(decoder):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -4,7 +4,7 @@ import threading
 import pytest
 
 from nmtkit.search.translator import LineResult
-from nmtkit.serve.batcher import Batcher, Full, Job
+from nmtkit.serve.batcher import Batcher, Dropped, Full, Job
 
 
 class Recorder:
@@ -128,6 +128,32 @@ def test_jobs_set_aside_while_gathering_count_as_waiting():
     assert batcher.waiting == 2
     with pytest.raises(Full, match="2 requests are waiting"):
         batcher.submit(job(["refused"])[0])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_cancelling_finishes_the_batch_being_decoded_and_drops_the_rest(workers):
+    """(A server's second signal.) Every job is settled, none decoded after the cancel; a job whose answer cannot
+    be handed over (its client's event loop gone) stops neither the worker nor the stop."""
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=1, max_wait=0, workers=workers).start()
+    recorder.gate.clear()
+    first, got_first, _ = job(["first"])
+    batcher.submit(first)
+    assert recorder.entered.wait(10)
+    gone = Job([b"gone"], "a", lambda outcome: 1 / 0)  # (its done raises)
+    rest = [job(["w1"]), job(["w2", "x"], key="b")]
+    for j in (gone, *(j for j, _, _ in rest)):
+        batcher.submit(j)
+    batcher.cancel()
+    stopper = threading.Thread(target=batcher.stop)
+    stopper.start()
+    recorder.gate.set()
+    stopper.join(10)
+    assert not stopper.is_alive() and batcher.finished.is_set()
+    decoded = [lines for _, lines in recorder.calls]
+    assert decoded[0] == [b"first"] and [b"w2", b"x"] not in decoded and got_first[0][0].texts == ["FIRST"]
+    assert all(isinstance(got[0], Dropped) for _, got, _ in rest) and batcher.in_flight == 0
+    assert batcher.dropped == 2 + ([b"gone"] not in decoded)  # (a second worker may have taken it before the cancel)
 
 
 def test_with_several_workers_batches_are_decoded_at_once_and_stopping_waits_for_them():
