@@ -118,6 +118,10 @@ def check_writable(target: PathLike, option: str, inside: bool = False) -> None:
     ``target`` itself, that files are written into), or the nearest one above it that exists, no file can be made
     in: tried, as permissions do not tell (root, read-only or special file systems)."""
     target = Path(target)
+    if not inside and is_stream(target):  # (a pipe or a device: written into as it is)
+        if not os.access(target, os.W_OK):
+            raise NmtkitError(f"{option} {target}: cannot write (permission denied)", exit_code=2)
+        return
     check_no_file_above(target, option)
     if inside and target.exists() and not target.is_dir():
         raise NmtkitError(f"{option} {target}: a file, not a folder", exit_code=2)
@@ -160,15 +164,21 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
 
     A failure or a kill never leaves a partial file under the final name; a full disk, or a folder that cannot be
     written, is one line naming ``path``. A symbolic link is written through (its target replaced, the link kept),
-    and a file replaced keeps its permissions.
+    and a file replaced keeps its permissions. A pipe or a character device (``mkfifo``, ``/dev/stdout``, a shell's
+    ``>(...)``) is written into as it is, never replaced by a file.
     """
     path = Path(path)
+    if is_stream(path):
+        kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+        with writing(path), _naming(path), open(path, mode, **kwargs) as f:
+            yield f
+        return
     target = Path(os.path.realpath(path))
     with writing(path), _naming(path):
         tmp = temp_file_beside(target)
         if target.exists():
             os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-    kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+    kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
         with writing(path):
             with open(tmp, mode, **kwargs) as f:

@@ -1,8 +1,11 @@
+import os
 import re
+import stat
+import threading
 
 import pytest
 
-from nmtkit.data.text import atomic_output, check_parallel, count_lines, iter_lines
+from nmtkit.data.text import atomic_output, check_parallel, check_writable, count_lines, iter_lines
 from nmtkit.errors import NmtkitError
 
 
@@ -77,3 +80,17 @@ def test_atomic_output_names_the_file_it_cannot_make(tmp_path):
     with pytest.raises(NmtkitError, match=r"^/proc/nmtkit-test\.txt: cannot write \("):
         with atomic_output("/proc/nmtkit-test.txt") as f:
             f.write("x")
+
+
+def test_a_pipe_or_a_device_is_written_into_not_replaced(tmp_path):
+    """`-o FIFO` (a co-process reading the output; /dev/stdout, a device, alike): no temporary file renamed over it."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    check_writable(fifo, "-o")
+    with atomic_output(fifo) as f:
+        f.write("eins\n")
+    reader.join(10)
+    assert got == [b"eins\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode) and os.listdir(tmp_path) == ["out.fifo"]
