@@ -115,6 +115,11 @@ class Trainer:
         self.schedule = make_schedule(config, config["lr"])
         set_lr(self.optimizer, self.schedule.lr)
         self.stopping = EarlyStopping(config["decay_metric"], config["patience"])
+        self.amp_dtype = autocast_dtype(self.device) if config["amp"] else None
+        if config["amp"] and self.amp_dtype is None and self.dist.is_main:
+            warn(f"--amp: this {self.device.type.upper()} has no native bfloat16 arithmetic (AVX512-BF16 or AMX), "
+                 "where mixed precision is slower than float32; training in float32")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_dtype == torch.float16)
         self.progress = Progress()
         if resume:
             self._resume()
@@ -135,11 +140,6 @@ class Trainer:
                                        self.dist.world_size, config["max_len"],
                                        config["pad_multiple"] or (8 if self.device.type == "cuda" else 1),
                                        width_caps(self.model))
-        self.amp_dtype = autocast_dtype(self.device) if config["amp"] else None
-        if config["amp"] and self.amp_dtype is None and self.dist.is_main:
-            warn(f"--amp: this {self.device.type.upper()} has no native bfloat16 arithmetic (AVX512-BF16 or AMX), "
-                 "where mixed precision is slower than float32; training in float32")
-        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)
         self.run_log = RunLog(self.save_dir / "train.jsonl")
         self.profiler = UpdateProfiler(config["profile"] if self.dist.is_main else "", self.save_dir, self.device)
         if self.profiler.updates is not None and config["max_steps"] and self.profiler.updates.start > config["max_steps"]:
@@ -174,6 +174,8 @@ class Trainer:
             load_optimizer_by_name(self.model, self.optimizer, ckpt)
         self.schedule.load_state(ckpt["schedule"])
         self.stopping.load_state(ckpt["stopping"])
+        if self.scaler.is_enabled() and ckpt.get("scaler"):  # (float16's loss scale, as the run had brought it)
+            self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = Progress(**ckpt["progress"])
         run_lr, reached = ckpt["config"].get("lr"), self.schedule.lr
         changed = run_lr is not None and self.config["lr"] != run_lr  # --lr given again, to another value
@@ -364,7 +366,7 @@ class Trainer:
 
     def _stop_reason(self, budget: float) -> Optional[str]:
         c, p = self.config, self.progress
-        p.wall = self._wall_base + time.perf_counter() - self._wall_start
+        self._clock()
         if c["max_steps"] and p.step >= c["max_steps"]:
             return f"{c['max_steps']} updates done"
         if p.wall >= budget:
@@ -401,10 +403,15 @@ class Trainer:
         return {"type": "valid", "step": self.progress.step, "epoch": self.progress.epoch,
                 **validate(self.model, self.corpus, self.config, self.device)}
 
+    def _clock(self) -> None:
+        """The run's wall time so far, into its progress (what ``--max-time`` counts, across resumes)."""
+        self.progress.wall = self._wall_base + time.perf_counter() - self._wall_start
+
     def _validate_and_save(self) -> dict:
         result = None
         if self.dist.is_main:
             result = self.validate()
+            self._clock()  # (the validation's time counted in the run's, as saved)
             value = result[self.config["decay_metric"]]
             improved, stop = self.stopping.update(value)
             self.schedule.on_validation(value)
@@ -445,7 +452,7 @@ class Trainer:
             **self._decoding_payload(), "optimizer": self.optimizer.state_dict(),
             "param_names": self._trainable_names(),
             "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
-            "rng": rng_state(),
+            "rng": rng_state(), **({"scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
         })
 
     def _decoding_payload(self) -> dict:

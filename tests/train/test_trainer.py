@@ -99,6 +99,39 @@ def test_resume_after_a_kill_continues_like_an_unkilled_run(reverse_corpus, tmp_
     assert resumed == reference
 
 
+def test_float16_s_loss_scale_resumes_where_the_run_left_it(reverse_corpus, tmp_path, monkeypatch):
+    """(float16 mixed precision, as on GPUs before Ampere, here on the CPU.) A scale starting far too high is halved
+    at each update it skips; a resumed run goes on from the run's scale, not from the start's, so it skips and
+    learns as the run would have."""
+    import nmtkit.train.trainer as trainer_module
+
+    monkeypatch.setattr(trainer_module, "autocast_dtype", lambda device: torch.float16)
+    scaler = torch.amp.GradScaler
+    monkeypatch.setattr(torch.amp, "GradScaler", lambda device, enabled: scaler(device, 2.0 ** 40, enabled=enabled))
+    cfg = config(data=str(reverse_corpus), amp=True, max_steps=40, log_every=1, valid_every=20, threads=1,
+                 valid_max_sentences=2)
+    whole = Trainer({**cfg, "save_dir": str(tmp_path / "whole")})
+    whole.train()
+    Trainer({**cfg, "save_dir": str(tmp_path / "cut"), "max_steps": 20}).train()
+    resumed = Trainer({**cfg, "save_dir": str(tmp_path / "cut")}, resume=True)
+    assert resumed.scaler.get_scale() < 2.0 ** 30  # (halved at each of the first updates)
+    resumed.train()
+    assert resumed.scaler.get_scale() == whole.scaler.get_scale()
+    assert _losses(tmp_path / "cut" / "train.jsonl") == _losses(tmp_path / "whole" / "train.jsonl")
+
+
+def test_the_time_a_checkpoint_records_includes_its_validation(reverse_corpus, tmp_path, monkeypatch):
+    """--max-time counts a resumed run's time from the checkpoint's: a validation's time lost there was time
+    trained again at every resume."""
+    validate = Trainer.validate
+    monkeypatch.setattr(Trainer, "validate", lambda self: (time.sleep(0.5), validate(self))[1])
+    Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
+                   valid_max_sentences=2)).train()
+    saved = torch.load(tmp_path / "last.pt", weights_only=True)["progress"]["wall"]
+    logged = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()][-1]
+    assert saved >= 0.5 and logged["type"] == "valid" and logged["wall_s"] == pytest.approx(saved, abs=0.01)
+
+
 def test_parameters_that_are_not_finite_are_never_saved(reverse_corpus, tmp_path):
     trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path)))
     with torch.no_grad():
