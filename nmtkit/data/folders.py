@@ -8,6 +8,7 @@ Corpus folders written before markers are recognised by their manifest's list of
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from nmtkit import __version__
 from nmtkit.data.manifest import MANIFEST, read_manifest
 from nmtkit.data.text import PathLike, check_writable
 from nmtkit.errors import DiskFull, NmtkitError, writing
+from nmtkit.progress import log
 
 MARKER = ".nmtkit-folder.json"
 CORPUS = "corpus folder"
@@ -100,6 +102,29 @@ def _write_marker(folder: Path, what: str) -> None:
     (folder / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+def remove_stale_folders(path: Path) -> int:
+    """Remove the temporary folders that :func:`atomic_folder` made beside ``path`` for a process no longer running
+    (killed: its name holds its pid); the count. Those of a live process, another run writing the same folder, stay."""
+    stale = 0
+    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*"):
+        pid = folder.name[len(path.name) + 2:].split(".")[0]
+        if folder.suffix in (".tmp", ".old") and folder.is_dir() and pid.isdigit() and not running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            stale += 1
+    return stale
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (another user's)
+        return True
+    return True
+
+
 @contextmanager
 def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str = "-o",
                   replace_option: Optional[str] = "--overwrite", inputs: Iterable[PathLike] = ()) -> Iterator[Path]:
@@ -112,7 +137,10 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
     check_output_folder(given, what, replace, option, replace_option, inputs)
     path = Path(os.path.realpath(given))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    stale = remove_stale_folders(path)
+    if stale:
+        log(f"removed {stale} temporary folder(s) that a killed run left beside {given}")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's folder is private
@@ -125,7 +153,7 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
             raise DiskFull(f"the {what} {given}") from None
         check_output_folder(given, what, replace, option, replace_option, inputs)
         if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".old", dir=path.parent))
             os.replace(path, old / path.name)
             os.replace(tmp, path)
             shutil.rmtree(old)
