@@ -214,6 +214,12 @@ def example_lengths(shard: Shard, inputs_only: bool = False) -> np.ndarray:
     return np.max(text, axis=0) + 1 if text else np.ones(len(shard), dtype=np.int64)
 
 
+def stamp(path: Path) -> tuple[int, int, int]:
+    """What tells a file from another one put in its place: its inode, size and time of change."""
+    info = path.stat()
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 class TrainingBatches:
     """The batch order of each epoch over a list of shards, reproducible from (seed, epoch).
 
@@ -229,10 +235,23 @@ class TrainingBatches:
     def __init__(self, shards: Sequence[Path], batch_size: int, by_tokens: bool = False, seed: int = 1,
                  rank: int = 0, world_size: int = 1, max_len: Optional[int] = None, pad_multiple: int = 1,
                  caps: Optional[Mapping[str, int]] = None):
-        self.shards, self.batch_size, self.by_tokens = list(shards), batch_size, by_tokens
+        self.shards, self.batch_size, self.by_tokens = [Path(p) for p in shards], batch_size, by_tokens
         self.seed, self.rank, self.world_size, self.max_len = seed, rank, world_size, max_len
         self.pad_multiple, self.caps = pad_multiple, dict(caps or {})
         self.skipped = 0
+        self.stamps = {path: stamp(path) for path in self.shards}  # (as training began: see shard)
+
+    def shard(self, path: Path) -> Shard:
+        """The shard at ``path``, refused in one line where it is not the file it was when training began (the
+        corpus written again under the run, say: its examples would mix with the first's)."""
+        try:
+            now = stamp(path)
+        except OSError:  # (gone: Shard says so in one line)
+            return Shard(path)
+        if now != self.stamps[path]:
+            raise NmtkitError(f"{path}: changed since training began (the corpus written again?); train on a corpus "
+                              "left as it is, or start a new run")
+        return Shard(path)
 
     def epoch(self, epoch: int, skip: int = 0) -> Iterator[Batch]:
         """Yield this rank's batches of ``epoch``, after skipping the first ``skip`` of them."""
@@ -242,7 +261,7 @@ class TrainingBatches:
         self.skipped = 0
         window: list[tuple[Shard, np.ndarray, np.ndarray]] = []  # shards bucketed together: kept examples, lengths
         for k, si in enumerate(shard_order):
-            shard = Shard(self.shards[si])
+            shard = self.shard(self.shards[si])
             lengths = example_lengths(shard)
             total += len(shard)
             keep = np.arange(len(shard))

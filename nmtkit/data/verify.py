@@ -59,9 +59,13 @@ def verify_corpus(corpus: Corpus, checksums: bool = True) -> Verified:
         if vocab is not None and len(vocab) != info["size"]:
             raise NmtkitError(f"{folder / info['vocab']}: {len(vocab):,} entries, but the manifest says "
                               f"{info['size']:,} for stream '{stream}'")
-    examples = {}
+    examples, listed = {}, set()
     for split, info in manifest["splits"].items():
         for entry in info["shards"]:
+            if entry["file"] in listed:
+                raise NmtkitError(f"{folder / MANIFEST}: lists the shard {entry['file']} twice (its examples would "
+                                  "count twice)")
+            listed.add(entry["file"])
             _check_shard(Shard(folder / entry["file"]), entry, manifest["streams"])
         examples[split] = info["sentences"]
     return Verified(len(names), records is not None and checksums, examples, total)

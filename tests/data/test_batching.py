@@ -1,4 +1,6 @@
+import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -154,3 +156,17 @@ def test_an_epoch_without_a_batch_is_an_error_not_an_endless_run(tmp_path):
         list(TrainingBatches(shards, 4, seed=1, max_len=10).epoch(1))
     with pytest.raises(NmtkitError, match="fewer batches than the 16 processes"):
         list(TrainingBatches(shards, 4, seed=1, world_size=16).epoch(1))
+
+
+def test_a_shard_written_again_under_a_run_is_refused_not_mixed_in(tmp_path):
+    """(`preprocess --overwrite` into the corpus a run trains on.) A shard gone gets Shard's own error."""
+    shards = _shard(tmp_path / "a")
+    tb = TrainingBatches(shards, 4, seed=2)
+    assert list(tb.epoch(1))
+    again = _shard(tmp_path / "b", n=60)
+    os.replace(again[0], shards[0])  # (another file under the same name)
+    with pytest.raises(NmtkitError, match=f"^{re.escape(str(shards[0]))}: changed since training began"):
+        list(tb.epoch(2))
+    shards[0].unlink()
+    with pytest.raises(NmtkitError, match="train.000.h5"):
+        list(tb.epoch(3))

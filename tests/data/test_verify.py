@@ -123,3 +123,11 @@ def test_a_corpus_without_checksums_gets_the_structural_checks(corpus):
     damage_shard(corpus, "train.000.h5", "src", "offsets", lambda o: o.__setitem__(0, 1))
     with pytest.raises(NmtkitError, match="train.000.h5: stream 'src': the first offset is not 0"):
         check(corpus)
+
+
+def test_a_shard_listed_twice_is_named(corpus):
+    """(Its file intact: every size and checksum holds.)"""
+    first = json.loads((corpus / "manifest.json").read_text())["splits"]["train"]["shards"][0]["file"]
+    edit_manifest(corpus, lambda m: m["splits"]["valid"]["shards"][0].update(file=first))
+    with pytest.raises(NmtkitError, match=f"manifest.json: lists the shard {first} twice"):
+        check(corpus)
