@@ -213,11 +213,13 @@ class SentencePieceVocab(Vocab):
 
 
 def load_vocab(path: PathLike) -> Vocab:
-    """Load a vocabulary file: a SentencePiece ``.model`` or a word list (one token per line)."""
+    """Load a vocabulary file: a SentencePiece ``.model`` or a word list (one token per line; ``.txt``, as a corpus
+    folder names them); a file of another name is a SentencePiece model where its first bytes hold a NUL (text
+    does not; a word of a corpus may, so a ``.txt`` file is never taken for a model)."""
     p = check_readable(path)
     with open(p, "rb") as f:
         head = f.read(64)
-    if p.suffix == ".model" or b"\x00" in head:
+    if p.suffix == ".model" or (p.suffix != ".txt" and b"\x00" in head):
         return SentencePieceVocab.load(p)
     return WordVocab.load(p)
 

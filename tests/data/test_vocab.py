@@ -85,3 +85,12 @@ def test_word_index_joins_subwords_as_the_detokenised_text_splits_at_spaces(tmp_
             assert ["".join(p for p, i in zip(pieces, index) if i == w).replace("\u2581", "")
                     for w in range(len(words))] == words
     assert WordVocab(["a", "b"]).word_index([4, 5, 1]) == [0, 1, 2] and v.word_index([]) == []
+
+
+def test_a_word_list_holding_a_nul_is_read_as_words(tmp_path):
+    """(A corpus line with a NUL byte in a word: its word list is still a word list, not a SentencePiece model.)"""
+    words = WordVocab.build(["a\x00b c"] * 3, 10)
+    path = tmp_path / "vocab.src.txt"
+    words.save(path)
+    loaded = load_vocab(path)
+    assert isinstance(loaded, WordVocab) and loaded.encode("a\x00b c") == words.encode("a\x00b c")
