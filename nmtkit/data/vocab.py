@@ -21,6 +21,7 @@ SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 #: the most lines a SentencePiece model trains on by default: its training holds them in memory (about
 #: 1.2 GB for 500,000 lines of 84 characters; bench/README.md "Corpora of millions of sentences")
 SPM_SAMPLE = 500_000
+SPM_LONGEST = 4192  #: bytes: SentencePiece trains on no longer line (its own default, said in errors)
 
 
 class Vocab:
@@ -205,9 +206,12 @@ class SentencePieceVocab(Vocab):
                 input=[str(f) for f in files], model_writer=buf, vocab_size=size, model_type=model_type,
                 character_coverage=character_coverage, pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
                 input_sentence_size=max_sentences, shuffle_input_sentence=True, hard_vocab_limit=False,
-                num_threads=2, minloglevel=2, train_extremely_large_corpus=False,
+                num_threads=2, minloglevel=2, train_extremely_large_corpus=False, max_sentence_length=SPM_LONGEST,
             )
         except RuntimeError as e:
+            if "sentences_.empty()" in str(e):  # (what it says of a text it read nothing of)
+                raise NmtkitError(f"SentencePiece training failed: no line of {', '.join(map(str, files))} could be "
+                                  f"used (it skips empty lines and lines over {SPM_LONGEST:,} bytes)") from None
             raise NmtkitError(f"SentencePiece training failed: {e}") from None
         return cls(buf.getvalue())
 

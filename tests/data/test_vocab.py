@@ -94,3 +94,11 @@ def test_a_word_list_holding_a_nul_is_read_as_words(tmp_path):
     words.save(path)
     loaded = load_vocab(path)
     assert isinstance(loaded, WordVocab) and loaded.encode("a\x00b c") == words.encode("a\x00b c")
+
+
+def test_sentencepiece_on_a_text_of_lines_too_long_for_it_says_why(tmp_path):
+    text = tmp_path / "long.txt"
+    text.write_text(("word " * 1000 + "\n") * 20)
+    with pytest.raises(NmtkitError, match=f"^SentencePiece training failed: no line of {text} could be used \\(it skips "
+                                          "empty lines and lines over 4,192 bytes\\)$"):
+        SentencePieceVocab.train([text], 50)
