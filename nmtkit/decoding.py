@@ -127,6 +127,9 @@ class DecodeSettings:
         for name, given in (("--prefix-file", self.prefix), ("--constraints", self.constraints)):
             if given and self.shortlist:
                 raise NmtkitError(f"{name}: decodes over the whole vocabulary, not a --shortlist", exit_code=2)
+            if given and self.replace_unk:  # (its <unk> would become the most attended source word)
+                raise NmtkitError(f"{name}: its words are yours, and --replace-unk would put source words in place of "
+                                  "those outside the vocabulary; use one or the other", exit_code=2)
         if self.split_long and (self.prefix or self.constraints or self.alignments or self.replace_unk
                                 or self.attention):
             raise NmtkitError("--split-long: a line's pieces are translated apart, so they take no --prefix-file, "

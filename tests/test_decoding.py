@@ -37,6 +37,8 @@ def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
     ({"attention_model": 2}, "--attention-model: expects 1 to 1"),
     ({"dictionary": "d.txt"}, "--dict goes with --replace-unk"),
     ({"edit_cost": 1.0, "shortlist": "lex"}, "--edit-cost: post-editing models decode without --shortlist"),
+    ({"prefix": True, "replace_unk": True}, "--prefix-file: its words are yours, and --replace-unk would put source"),
+    ({"constraints": True, "replace_unk": True}, "--constraints: its words are yours, and --replace-unk would"),
     ({"models": ()}, "-m/--model: expects a list of checkpoints (one: a model; several: an ensemble), got ()"),
     ({"models": "m.pt"}, "-m/--model: expects a list of checkpoints"),
     ({"device": "gpu"}, "--device: expects auto, cpu, mps, cuda or cuda:N, got 'gpu'"),
