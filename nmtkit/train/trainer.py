@@ -369,11 +369,20 @@ class Trainer:
         self._clock()
         if c["max_steps"] and p.step >= c["max_steps"]:
             return f"{c['max_steps']} updates done"
-        if p.wall >= budget:
+        if self._time_up(budget):
             return f"{c['max_time']:g} minutes of training done"
         if c["max_epochs"] and p.epoch > c["max_epochs"]:
             return f"{c['max_epochs']} epochs done"
         return None
+
+    def _time_up(self, budget: float) -> bool:
+        """Whether ``--max-time`` is spent. The processes of a distributed run take the first's clock, read at the
+        updates it logs (every ``--log-every``, the same on every process), so that all stop at one update: each
+        by its own, one would validate while another waited in the next update's exchange of gradients."""
+        if not self.dist.enabled or budget == math.inf:
+            return self.progress.wall >= budget
+        return self.progress.step % self.config["log_every"] == 0 and broadcast(self.progress.wall >= budget,
+                                                                                self.dist)
 
     def _log_train(self, bar, task) -> None:
         """Log the loss over the updates since the last log (a window a checkpoint keeps, so that a resumed

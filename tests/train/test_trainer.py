@@ -132,6 +132,24 @@ def test_the_time_a_checkpoint_records_includes_its_validation(reverse_corpus, t
     assert saved >= 0.5 and logged["type"] == "valid" and logged["wall_s"] == pytest.approx(saved, abs=0.01)
 
 
+def test_the_processes_of_a_distributed_run_stop_at_the_first_s_clock(reverse_corpus, tmp_path, monkeypatch):
+    """--max-time under torchrun: the time is read at the logged updates only, and the first process' reading
+    decides for all (here the first's time is up where this process' own clock says it is not)."""
+    import nmtkit.train.trainer as trainer_module
+
+    trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), log_every=5, max_time=10.0))
+    asked = []
+    monkeypatch.setattr(trainer_module, "broadcast", lambda value, dist: asked.append(value) or True)
+    trainer.dist = DistInfo(rank=1, world_size=2)
+    trainer._wall_start, trainer._wall_base = time.perf_counter(), 0.0
+    reasons = []
+    for step in range(1, 11):
+        trainer.progress.step = step
+        reasons.append(trainer._stop_reason(600.0))
+    assert reasons == [None] * 4 + ["10 minutes of training done"] + [None] * 4 + ["10 minutes of training done"]
+    assert asked == [False, False]  # (this process' own reading, sent and overruled)
+
+
 def test_parameters_that_are_not_finite_are_never_saved(reverse_corpus, tmp_path):
     trainer = Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path)))
     with torch.no_grad():
