@@ -171,7 +171,7 @@ def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer:
            freeze_embeddings: bool, config_file: Optional[str]) -> None:
     """Check what ``--save-dir`` holds against ``--resume`` (and ``--config``), then train."""
     from nmtkit.device import pick_device
-    from nmtkit.train.distributed import init_distributed, shutdown
+    from nmtkit.train.distributed import init_distributed, leave, lost_peer, shutdown
     from nmtkit.train.trainer import Trainer
 
     if resume and not (Path(config["save_dir"]) / "last.pt").exists():
@@ -184,5 +184,10 @@ def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer:
     dist = init_distributed(pick_device(config["device"]), config["dist_timeout"])
     try:
         Trainer(config, dist, resume, init_from, init_optimizer, init_lr, freeze_embeddings).train()
-    finally:
-        shutdown(dist)
+    except BaseException as e:
+        leave(dist)
+        peer = lost_peer(e, dist)
+        if peer is not None:
+            raise peer from None
+        raise
+    shutdown(dist)

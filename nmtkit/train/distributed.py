@@ -58,6 +58,27 @@ def broadcast(obj, info: DistInfo):
     return box[0]
 
 
+def leave(info: DistInfo) -> None:
+    """Leave the process group at once, after a failure of this process: not at :func:`shutdown`'s barrier, which
+    the others, waiting in an update's exchange this one never reaches, would not meet (the run hung until
+    ``--dist-timeout``). The others' exchange then fails, and torchrun stops them."""
+    if info.enabled and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def lost_peer(error: BaseException, info: DistInfo) -> NmtkitError | None:
+    """The one-line error of a process whose collective failed because another process of the run stopped (that
+    one's own error says why), or None for any other error."""
+    if not info.enabled or not isinstance(error, (dist.DistError, RuntimeError)):
+        return None
+    text = str(error)
+    if not any(sign in text for sign in ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                                         "DistNetworkError", "NCCL communicator was aborted")):
+        return None
+    return NmtkitError(f"rank {info.rank} of {info.world_size}: another process of the run stopped (its own error "
+                       f"says why); stopping too ({text.splitlines()[0][:120]})")
+
+
 def shutdown(info: DistInfo) -> None:
     """Leave the process group once every rank is done with it: a rank that leaves while another still writes its
     checkpoint can abort that rank's gloo threads at exit (SIGABRT after a finished run)."""

@@ -273,6 +273,31 @@ def test_torchrun_two_processes_end_to_end(reverse_corpus, tmp_path):
     assert [x["step"] for x in log if x["type"] == "valid"] == [3, 6]
 
 
+def test_an_error_of_one_process_stops_the_run_at_once_in_one_line_each(reverse_corpus, tmp_path):
+    """Rank 0 fails at its validation while rank 1 waits for its result: rank 0 leaves without waiting at the
+    barrier (which rank 1 would never reach: the run hung until --dist-timeout), rank 1's wait fails, and each says
+    why in one line."""
+    (tmp_path / "plant").mkdir()
+    (tmp_path / "plant" / "sitecustomize.py").write_text(
+        "import os\n"
+        "if os.environ.get('RANK') == '0':\n"
+        "    from nmtkit.errors import NmtkitError\n"
+        "    from nmtkit.train.trainer import Trainer\n"
+        "    def validate(self):\n"
+        "        raise NmtkitError('valid.de:51: invalid UTF-8 (planted)')\n"
+        "    Trainer.validate = validate\n")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
+           "-m", "nmtkit", "train", "--data", str(reverse_corpus), "--save-dir", str(tmp_path / "ck"),
+           "--emb-size", "16", "--enc-size", "16", "--dec-size", "32", "--max-steps", "6", "--valid-every", "3",
+           "--valid-max-sentences", "5", "--threads", "1", "--dist-timeout", "120"]
+    began = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "plant"), os.getcwd()])})
+    assert r.returncode != 0 and time.monotonic() - began < 60, r.stderr[-3000:]
+    assert "error: valid.de:51: invalid UTF-8 (planted)" in r.stderr
+    assert "error: rank 1 of 2: another process of the run stopped (its own error says why)" in r.stderr, r.stderr[-3000:]
+
+
 def test_resume_maps_the_optimizer_state_by_name_when_the_order_differs(reverse_corpus, tmp_path):
     """Checkpoints of nmtkit 0.1.0 list their parameters in another order: resume by name, not position."""
     Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2)).train()
