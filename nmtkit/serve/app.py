@@ -66,6 +66,51 @@ class TranslateRequest(BaseModel):
                                                           "\"\": none)")
 
 
+class Output(BaseModel):
+    """One output of a line (``POST /translate``'s answer)."""
+
+    text: str
+    score: float = Field(description="log-probability / length^A: what ranks the n-best")
+    logprob: float
+    confidence: float = Field(description="the mean log-probability per token, </s> counted")
+    tokens: int = Field(description="the output's length in tokens, </s> counted")
+    alignment: Optional[str] = Field(None, description="with \"alignments\": Moses 'i-j' pairs")
+
+
+class LineAnswer(BaseModel):
+    """A line's outputs, and what was true of it."""
+
+    outputs: list[Output]
+    truncated: Optional[bool] = Field(None, description="true where the line was cut at the length limit")
+    not_finite: Optional[bool] = Field(None, description="true where the model's scores were not finite")
+    unmet_constraints: Optional[list[str]] = Field(None, description="the constraints the best output lacks")
+
+
+class TranslateAnswer(BaseModel):
+    """``POST /translate``'s answer: one entry per line, in order."""
+
+    model: str
+    translations: list[LineAnswer]
+
+
+class ErrorAnswer(BaseModel):
+    """Every error's body."""
+
+    error: str = Field(description="one line saying what is wrong, naming the field")
+
+
+#: the answers of ``POST /translate`` as the OpenAPI schema (``/docs``) describes them (the handler returns them as
+#: dicts and JSON responses: the schema only documents)
+ANSWERS: dict[Union[int, str], dict] = {
+    200: {"model": TranslateAnswer, "description": "the translations"},
+    **{status: {"model": ErrorAnswer, "description": what} for status, what in (
+        (400, "the body is not JSON in UTF-8"),
+        (413, "too many lines, characters or constraints, or a body too large"),
+        (422, "a field is wrong (named), or the body is not a JSON object"),
+        (500, "decoding failed"),
+        (503, "the queue is full, or the server is stopping: try again (Retry-After)"))}}
+
+
 #: how pydantic's errors name the kinds a line of ``text`` may be (after its index): neither fits a line that is
 #: another type, or a list holding one
 LINE_KINDS = ("str", "list[str]")
@@ -199,7 +244,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
                             "checkpoints": list(d.settings.models), "beam": d.settings.beam,
                             "default": name == default} for name, d in decoders.items()]}
 
-    @app.post("/translate")
+    @app.post("/translate", responses=ANSWERS)
     async def translate(body: TranslateRequest):
         """Translate lines: one result per line, in order, each with its n-best outputs (text, score,
         log-probability, confidence: the mean log-probability per token, and length in tokens)."""

@@ -18,7 +18,7 @@ import uvicorn
 from nmtkit.decoding import Decoder, DecodeSettings
 from nmtkit.errors import NmtkitError
 from nmtkit.search.translator import LineResult
-from nmtkit.serve.app import Limits, line_results, make_app, serve
+from nmtkit.serve.app import ErrorAnswer, Limits, LineAnswer, Output, TranslateAnswer, line_results, make_app, serve
 from tests.conftest import run
 
 LINES = ["forty-two", "", "seven hundred", "one"]
@@ -187,7 +187,24 @@ def test_health_models_page_and_api_docs(url):
     page = httpx.get(f"{url}/")
     assert page.status_code == 200 and 'id="translate"' in page.text and "/translate" in page.text
     assert httpx.get(f"{url}/docs").status_code == 200
-    assert "/translate" in httpx.get(f"{url}/openapi.json").json()["paths"]
+    spec = httpx.get(f"{url}/openapi.json").json()
+    answers = spec["paths"]["/translate"]["post"]["responses"]
+    assert sorted(answers) == ["200", "400", "413", "422", "500", "503"]
+    assert answers["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorAnswer")
+    assert spec["components"]["schemas"]["ErrorAnswer"]["required"] == ["error"]
+
+
+def test_answers_are_what_the_api_documentation_says(url):
+    """The schema /docs shows, checked against real answers (strictly: no field it does not name)."""
+    body = {"text": ["forty-two", "seven"], "n_best": 2, "alignments": True, "constraints": [["neun"], []]}
+    answer = httpx.post(f"{url}/translate", json=body).json()
+    TranslateAnswer.model_validate(answer)
+    assert set(answer) <= set(TranslateAnswer.model_fields)
+    for line in answer["translations"]:
+        assert set(line) <= set(LineAnswer.model_fields)
+        assert all(set(output) == set(Output.model_fields) for output in line["outputs"])  # (alignments asked)
+    error = httpx.post(f"{url}/translate", json={"text": ["a"], "beam": 0}).json()
+    assert ErrorAnswer.model_validate(error) and set(error) == set(ErrorAnswer.model_fields)
 
 
 def concurrent_clients(url, decoder) -> None:
