@@ -85,7 +85,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
     in flight. See docs/serve.md.
     """
     try:
-        from nmtkit.serve.app import Limits, make_app, serve
+        from nmtkit.serve.app import Limits, check_address, make_app, serve
     except ImportError as e:
         raise NmtkitError(f"serve needs FastAPI and uvicorn: pip install 'nmtkit[serve]' ({e})", exit_code=2) from None
     import torch
@@ -99,6 +99,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
     if workers > 1 and not threads:
         threads = max(1, torch.get_num_threads() // workers)
     models = named_models(specs)
+    check_address(host, port)
     settings, decoders = {}, {}
     for name, checkpoints in models.items():
         settings[name] = DecodeSettings(models=checkpoints, beam=beam, length_penalty=length_penalty,

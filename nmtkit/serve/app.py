@@ -8,7 +8,9 @@ that is wrong (named), 413 for too many lines or characters, 503 when the queue 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -303,6 +305,18 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         return resources.files("nmtkit.serve").joinpath("page.html").read_text(encoding="utf-8")
 
     return app
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse, in one line (exit 2), an address the server could not listen on (a port taken, a host not this
+    machine's): before the models load, not after."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.create_server((host, port), family=family):  # (as uvicorn binds: SO_REUSEADDR)
+            pass
+    except OSError as e:  # (a name that does not resolve: gaierror, its strerror said)
+        why = e.strerror if isinstance(e, socket.gaierror) or not e.errno else os.strerror(e.errno)
+        raise NmtkitError(f"--host/--port: cannot serve on {host}:{port} ({why})", exit_code=2) from None
 
 
 def serve(app: FastAPI, host: str, port: int) -> None:

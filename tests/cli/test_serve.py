@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -101,3 +102,9 @@ def test_serve_errors_are_one_line(trained_ckpt, tmp_path):
     assert r.stderr == "error: --continuous: one search runs in one process; give --workers 1\n" and r.exit_code == 2
     r = run(["serve", "-m", trained_ckpt, "-m", trained_ckpt, "--port", free_port()], ok=False)
     assert r.exit_code == 2 and "a second model named" in r.stderr
+    with socket.socket() as taken:  # (said before the models load)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run(["serve", "-m", trained_ckpt, "--port", port], ok=False)
+    assert r.exit_code == 2 and r.stderr == f"error: --host/--port: cannot serve on 127.0.0.1:{port} (Address already in use)\n"
