@@ -132,6 +132,8 @@ class Trainer:
         if config["compile"] and self.model.compiles_once:
             check_compiler(self.device)
             self.net = compiled(self.net)
+            if self.dist.is_main:  # (or the first log, minutes later, would be the first sign of life)
+                log("--compile: the first updates compile the model (minutes on a CPU) and log slower than the rest")
         elif config["compile"] and self.dist.is_main:
             warn(f"--compile: {config['arch']} would be compiled again for every new batch shape (its forward "
                  "pass loops over steps); training it uncompiled")
