@@ -115,6 +115,10 @@ class DecodeSettings:
         if self.attention_model > len(self.models):
             raise NmtkitError(f"--attention-model: expects 1 to {len(self.models)} (one per -m), got "
                               f"{self.attention_model}", exit_code=2)
+        if self.weights is not None and (isinstance(self.weights, (str, bytes)) or not all(
+                isinstance(w, numbers.Real) and not isinstance(w, bool) for w in self.weights)):
+            raise NmtkitError(f"--weights: expects a list of numbers, one per model, got {self.weights!r}",
+                              exit_code=2)
         if self.weights is not None:
             if len(self.models) == 1:
                 raise NmtkitError("--weights: weighs the models of an ensemble (several -m); got one model",

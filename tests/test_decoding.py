@@ -34,6 +34,8 @@ def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
     ({"n_best": 6}, "--n-best: expects at most the beam size (5), got 6"),
     ({"sampling": True, "n_best": 2}, "--n-best: --sampling draws one output a line"),
     ({"weights": (1.0,)}, "--weights: weighs the models of an ensemble"),
+    ({"weights": ("a", "b"), "models": ("a.pt", "b.pt")}, "--weights: expects a list of numbers, one per model, got"),
+    ({"weights": "1,2", "models": ("a.pt", "b.pt")}, "--weights: expects a list of numbers, one per model, got '1,2'"),
     ({"attention_model": 2}, "--attention-model: expects 1 to 1"),
     ({"dictionary": "d.txt"}, "--dict goes with --replace-unk"),
     ({"edit_cost": 1.0, "shortlist": "lex"}, "--edit-cost: post-editing models decode without --shortlist"),
