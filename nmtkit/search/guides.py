@@ -113,12 +113,10 @@ class GuidedSources:
             return None
         own = fields[:-guides]
         inputs = self.sources.read(index, own[0] if len(own) == 1 else own)
-        for guide, raw in zip(self.guides, fields[-guides:]):
-            item = guide.read(index, raw)
-            if inputs is None or item is None:
-                return None  # (every guide was read: each warns of its own problems)
-            inputs[guide.stream] = item
-        return inputs
+        items = [guide.read(index, raw) for guide, raw in zip(self.guides, fields[-guides:])]  # (each warns of its own)
+        if inputs is None or any(item is None for item in items):
+            return None
+        return {**inputs, **{guide.stream: item for guide, item in zip(self.guides, items)}}
 
     def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
         self.sources.finish(chunk)

@@ -621,6 +621,10 @@ def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tm
     named = f"--constraints {tmp_path / 'c.jsonl'}"
     assert f"{named}:2: not a JSON list of strings" in r.stderr and f"{named}:3" in r.stderr
     assert "2 line(s) with constraints that are not a JSON list of strings (line 2, 3)" in r.stderr
+    (tmp_path / "p.txt").write_bytes(b"\n\xff\n\n")
+    r = run(["translate", "-m", trained_ckpt, "--prefix-file", tmp_path / "p.txt", "--constraints", tmp_path / "c.jsonl"],
+            input="one\ntwo\nthree\n", ok=False)  # (line 2's prefix unusable too: its constraints still read, named)
+    assert f"{tmp_path / 'p.txt'}:2: invalid UTF-8" in r.stderr and f"{named}:2: not a JSON list of strings" in r.stderr
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl", "--sampling"], input="one\n",
             ok=False)
     assert r.exit_code == 2 and "--constraints: a constrained beam search, not --sampling" in r.stderr
