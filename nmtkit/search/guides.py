@@ -113,10 +113,12 @@ class GuidedSources:
             return None
         own = fields[:-guides]
         inputs = self.sources.read(index, own[0] if len(own) == 1 else own)
-        items = [guide.read(index, raw) for guide, raw in zip(self.guides, fields[-guides:])]  # (each warns of its own)
-        if inputs is None or any(item is None for item in items):
+        # every guide read, whatever the input or the others hold: each warns of its own problems
+        items = {guide.stream: guide.read(index, raw) for guide, raw in zip(self.guides, fields[-guides:])}
+        read = {stream: item for stream, item in items.items() if item is not None}
+        if inputs is None or len(read) < len(items):
             return None
-        return {**inputs, **{guide.stream: item for guide, item in zip(self.guides, items)}}
+        return {**inputs, **read}
 
     def finish(self, chunk: Sequence[Optional[Inputs]]) -> None:
         self.sources.finish(chunk)
