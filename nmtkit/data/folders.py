@@ -106,9 +106,11 @@ def remove_stale_folders(path: Path) -> int:
     """Remove the temporary folders that :func:`atomic_folder` made beside ``path`` for a process no longer running
     (killed: its name holds its pid); the count. Those of a live process, another run writing the same folder, stay."""
     stale = 0
-    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*"):
-        pid = folder.name[len(path.name) + 2:].split(".")[0]
-        if folder.suffix in (".tmp", ".old") and folder.is_dir() and pid.isdigit() and not running(int(pid)):
+    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*.*"):
+        pid, letters, kind = (folder.name[len(path.name) + 2:].split(".") + ["", "", ""])[:3]  # (mkdtemp's 8 letters)
+        ours = pid.isdigit() and len(letters) == 8 and kind in ("tmp", "old") and folder.name.count(".") == \
+            path.name.count(".") + 4
+        if ours and folder.is_dir() and not running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             stale += 1
     return stale

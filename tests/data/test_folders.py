@@ -10,8 +10,9 @@ def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_ke
     dead.wait()  # (its pid is no process's now)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        left = [tmp_path / f".out.{dead.pid}.abc.tmp", tmp_path / f".out.{dead.pid}.def.old"]
-        kept = [tmp_path / f".out.{live.pid}.ghi.tmp", tmp_path / ".out.notes.tmp", tmp_path / f".other.{dead.pid}.j.tmp"]
+        left = [tmp_path / f".out.{dead.pid}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}.ijklmnop.old"]
+        kept = [tmp_path / f".out.{live.pid}.qrstuvwx.tmp", tmp_path / ".out.notes.tmp",
+                tmp_path / f".other.{dead.pid}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}.tmp"]  # (not mkdtemp's)
         for folder in left + kept[:1] + kept[2:]:
             folder.mkdir()
             (folder / "shard.h5").write_bytes(b"half")
