@@ -5,7 +5,7 @@ loses no words."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Optional, Sequence
 
 from nmtkit.data.vocab import Vocab
 from nmtkit.search.hypothesis import Hypothesis
@@ -49,12 +49,16 @@ class Splitter:
     def __init__(self, stream: str, vocab: Vocab, limit: int):
         self.stream, self.vocab, self.limit = stream, vocab, limit
 
-    def __call__(self, inputs: Inputs) -> list[Inputs]:
+    def __call__(self, inputs: Inputs, text: Optional[str] = None) -> list[Inputs]:
+        """``inputs`` in pieces; ``text``: the line the ids were read from, whose words a word vocabulary's ids are
+        one for one (a word outside the vocabulary, ``<unk>``, still ends its sentence: "seven.")."""
         ids = list(inputs[self.stream])
         if len(ids) <= self.limit:
             return [inputs]
+        tokens = self.vocab.id_to_token(ids)
+        words = text.split() if text is not None and self.vocab.kind == "word" else []
         return [{**inputs, self.stream: piece}
-                for piece in pieces(ids, sentence_ends(self.vocab.id_to_token(ids)), self.limit)]
+                for piece in pieces(ids, sentence_ends(words if len(words) == len(ids) else tokens), self.limit)]
 
 
 def joined(parts: Sequence[Sequence[Hypothesis]], length_penalty: float) -> list[Hypothesis]:

@@ -1,8 +1,9 @@
 """Long inputs split at sentence ends: where sentences end, how pieces are packed, and one line's pieces joined."""
 import pytest
 
+from nmtkit.data.vocab import WordVocab
 from nmtkit.search.hypothesis import Hypothesis
-from nmtkit.search.splitting import joined, pieces, sentence_ends
+from nmtkit.search.splitting import Splitter, joined, pieces, sentence_ends
 
 
 def test_sentences_end_at_final_punctuation_before_a_new_word():
@@ -26,3 +27,13 @@ def test_a_line_s_outputs_join_its_pieces_in_order():
     assert first.tokens == [5, 6, 8] and first.logprob == -1.5 and first.score == pytest.approx(-1.5 / 5)
     assert second.tokens == [7, 8] and second.logprob == -2.5  # the second piece has one: its best again
     assert joined([a, b], length_penalty=0.0)[0].score == -1.5
+
+
+def test_a_word_outside_a_word_vocabulary_still_ends_its_sentence():
+    """("seven." is <unk> to the model: the line's own words say where its sentence ends.)"""
+    vocab = WordVocab(["one", "two", "three", "four"])
+    text = "one seven. two three four"
+    inputs = {"src": vocab.encode(text)}
+    split = Splitter("src", vocab, 3)
+    assert [piece["src"] for piece in split(inputs, text)] == [vocab.encode("one seven."), vocab.encode("two three four")]
+    assert [piece["src"] for piece in split(inputs)] == [vocab.encode("one seven. two"), vocab.encode("three four")]
