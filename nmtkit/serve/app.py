@@ -342,6 +342,8 @@ def serve(app: FastAPI, host: str, port: int) -> None:
             batcher.stop(0)
 
     def stop(signum, frame) -> None:  # (a second signal: stop without waiting for the requests in flight)
+        if server.should_exit:
+            batcher.cancel()  # (at once: not one more batch taken meanwhile)
         server.force_exit = server.should_exit
         server.should_exit = True
 

@@ -232,6 +232,7 @@ class Batcher:
                 self._settle(finished, results, finished.batched_with)
             if self.cancelled:  # (the jobs still in the search are dropped with the waiting ones)
                 self._drop(list(jobs.values()))
+                stopping = True
                 break
             if not (blocked or stopping) and lines < self.max_batch:
                 job, was_held, stopping = self._poll()

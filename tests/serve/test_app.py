@@ -305,11 +305,13 @@ def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_a
     assert signal.getsignal(signal.SIGTERM) is handler and batcher.finished.is_set()
 
 
-def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder):
-    """The batch being decoded is finished, the requests waiting are dropped: serve returns with a one-line error
-    counting them, and every answer a client gets is JSON."""
+@pytest.mark.parametrize("continuous", [False, True])
+def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder, continuous):
+    """The batch being decoded (continuous: the search's step) is finished, the requests waiting are dropped (and
+    the search's unfinished lines): serve returns with a one-line error counting them, and every answer a client
+    gets is JSON."""
     gate, entered = threading.Event(), threading.Event()
-    app = make_app({"tiny": decoder}, Limits(max_batch=1, max_wait_ms=0), worker_thread=False)
+    app = make_app({"tiny": decoder}, Limits(max_batch=1, max_wait_ms=0, continuous=continuous), worker_thread=False)
 
     def held() -> None:
         entered.set()
@@ -347,7 +349,8 @@ def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder):
 
     asker = threading.Thread(target=client)
     asker.start()
-    with pytest.raises(NmtkitError, match=r"^stopped at a second signal: 3 request\(s\) dropped undecoded$"):
+    dropped = "[34]" if continuous else "3"  # (continuous: the line in the search too, unless its step ended it)
+    with pytest.raises(NmtkitError, match=rf"^stopped at a second signal: {dropped} request\(s\) dropped undecoded$"):
         serve(app, "127.0.0.1", port)
     asker.join(30)
     assert not asker.is_alive() and app.state.batcher.finished.is_set()
