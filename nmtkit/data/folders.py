@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import shutil
+import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,13 +103,21 @@ def _write_marker(folder: Path, what: str) -> None:
     (folder / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+def writer() -> str:
+    """What names the process writing a temporary folder: its pid on this machine (``PID-HOST``)."""
+    return f"{os.getpid()}-{socket.gethostname().replace('.', '_')}"
+
+
 def remove_stale_folders(path: Path) -> int:
-    """Remove the temporary folders that :func:`atomic_folder` made beside ``path`` for a process no longer running
-    (killed: its name holds its pid); the count. Those of a live process, another run writing the same folder, stay."""
-    stale = 0
-    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*.*"):
-        pid, letters, kind = (folder.name[len(path.name) + 2:].split(".") + ["", "", ""])[:3]  # (mkdtemp's 8 letters)
-        ours = pid.isdigit() and len(letters) == 8 and kind in ("tmp", "old") and folder.name.count(".") == \
+    """Remove the temporary folders that :func:`atomic_folder` made beside ``path`` for a process of this machine no
+    longer running (killed: the name holds its pid and host); the count. Those of a live process (another run
+    writing the same folder), of another machine or container sharing the folder, and the ``.old`` copy of a folder
+    being replaced (the only one left where a kill came between the two renames) stay."""
+    stale, host = 0, writer().split("-", 1)[1]
+    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*.tmp"):
+        owner, letters, _ = folder.name[len(path.name) + 2:].split(".", 2)  # (mkdtemp's 8 letters)
+        pid, _, where = owner.partition("-")
+        ours = pid.isdigit() and where == host and len(letters) == 8 and folder.name.count(".") == \
             path.name.count(".") + 4
         if ours and folder.is_dir() and not running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
@@ -142,7 +151,7 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
     stale = remove_stale_folders(path)
     if stale:
         log(f"removed {stale} temporary folder(s) that a killed run left beside {given}")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{writer()}.", suffix=".tmp", dir=path.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's folder is private
@@ -155,7 +164,7 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
             raise DiskFull(f"the {what} {given}") from None
         check_output_folder(given, what, replace, option, replace_option, inputs)
         if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".old", dir=path.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.{writer()}.", suffix=".old", dir=path.parent))
             os.replace(path, old / path.name)
             os.replace(tmp, path)
             shutil.rmtree(old)

@@ -1,8 +1,9 @@
-"""Folders written whole: what a killed run left beside one is removed by the next, what a live run writes is not."""
+"""Folders written whole: what a killed run left beside one is removed by the next; what a live run, or another
+machine, writes is not, nor the copy of a folder being replaced."""
 import subprocess
 import sys
 
-from nmtkit.data.folders import atomic_folder
+from nmtkit.data.folders import atomic_folder, writer
 
 
 def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_kept(tmp_path, capsys):
@@ -10,9 +11,12 @@ def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_ke
     dead.wait()  # (its pid is no process's now)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        left = [tmp_path / f".out.{dead.pid}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}.ijklmnop.old"]
-        kept = [tmp_path / f".out.{live.pid}.qrstuvwx.tmp", tmp_path / ".out.notes.tmp",
-                tmp_path / f".other.{dead.pid}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}.tmp"]  # (not mkdtemp's)
+        host = writer().split("-", 1)[1]
+        left = [tmp_path / f".out.{dead.pid}-{host}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}-{host}.ijklmnop.tmp"]
+        kept = [tmp_path / f".out.{live.pid}-{host}.qrstuvwx.tmp", tmp_path / ".out.notes.tmp",
+                tmp_path / f".other.{dead.pid}-{host}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}-{host}.tmp",
+                tmp_path / f".out.{dead.pid}-elsewhere.abcdefgh.tmp",  # (another machine's: its pids are not ours)
+                tmp_path / f".out.{dead.pid}-{host}.ijklmnop.old"]  # (the only copy, if killed between renames)
         for folder in left + kept[:1] + kept[2:]:
             folder.mkdir()
             (folder / "shard.h5").write_bytes(b"half")
