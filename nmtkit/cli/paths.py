@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Optional
 
 import click
 
-from nmtkit.data.text import check_writable
+from nmtkit.data.text import STANDARD, check_writable
 from nmtkit.errors import NmtkitError
 
 #: (the option that names a file, the file; None for the standard input)
@@ -53,9 +53,9 @@ class Command(click.Command):
             values = list(value) if isinstance(value, (tuple, list)) else [value]
             name = option_name(param)
             if isinstance(param.type, WriteFile):
-                outputs += [(name, v) for v in values if v not in (None, "-")]
+                outputs += [(name, v) for v in values if v not in (None, "-") and str(v) not in STANDARD]
                 main = isinstance(param, click.Option) and "-o" in param.opts  # (-o: the standard output by default)
-                written = [name for v in values if v == "-" or (v is None and main)]
+                written = [name for v in values if v == "-" or STANDARD.get(str(v)) == 1 or (v is None and main)]
                 to_stdout = written + to_stdout if main else to_stdout + written  # (-o named first)
             elif param.type.stdin and values in ([None], ["-"], []):
                 inputs.append((name, None))

@@ -118,6 +118,8 @@ def check_writable(target: PathLike, option: str, inside: bool = False) -> None:
     ``target`` itself, that files are written into), or the nearest one above it that exists, no file can be made
     in: tried, as permissions do not tell (root, read-only or special file systems)."""
     target = Path(target)
+    if not inside and str(target) in STANDARD:  # (the process' own standard output or error)
+        return
     if not inside and is_stream(target):  # (a pipe or a device: written into as it is)
         if not os.access(target, os.W_OK):
             raise NmtkitError(f"{option} {target}: cannot write (permission denied)", exit_code=2)
@@ -158,6 +160,11 @@ def remove_stale_temp_files(path: Path) -> int:
     return len(stale)
 
 
+#: the names of the process' own standard output and error (its descriptor 1 or 2), written to as such
+STANDARD = {**dict.fromkeys(("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"), 1),
+            **dict.fromkeys(("/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"), 2)}
+
+
 @contextmanager
 def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` and rename it to ``path`` only on success.
@@ -168,6 +175,12 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
     ``>(...)``) is written into as it is, never replaced by a file.
     """
     path = Path(path)
+    if str(path) in STANDARD:  # (the process' own: a file it was redirected to is appended to, not replaced)
+        stream = sys.stdout if STANDARD[str(path)] == 1 else sys.stderr
+        with writing(path):
+            yield stream.buffer if "b" in mode else stream
+            stream.flush()
+        return
     if is_stream(path):
         kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
         with writing(path), _naming(path), open(path, mode, **kwargs) as f:

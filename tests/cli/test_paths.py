@@ -64,6 +64,20 @@ def test_two_outputs_to_the_standard_output_are_refused(trained_ckpt, text_dir):
         _refused(["translate", "-m", trained_ckpt, "-i", src, *output, "--alignments", "-"], [src], message)
 
 
+def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(trained_ckpt, text_dir, tmp_path):
+    """(`-o /dev/stdout >> log`: the shell's file is written through the process' own stdout, its content kept.)"""
+    log = tmp_path / "log"
+    log.write_text("before\n")
+    with open(log, "a") as out:
+        subprocess.run([sys.executable, "-m", "nmtkit", "translate", "-m", str(trained_ckpt), "-o", "/dev/stdout"],
+                       input="one\n", text=True, stdout=out, stderr=subprocess.DEVNULL, check=True)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 and lines[0] == "before" and lines[1]
+    _refused(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "-o", "/dev/stdout", "--alignments", "-"],
+             [], "--alignments -: --output writes to the standard output too, and the two would mix; give "
+                 "--alignments a file")
+
+
 def test_translate_refuses_to_write_over_the_file_on_its_standard_input(trained_ckpt, text_dir, tmp_path):
     src = tmp_path / "in.en"
     src.write_bytes((text_dir / "test.en").read_bytes())
