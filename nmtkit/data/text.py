@@ -171,10 +171,11 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
 
     A failure or a kill never leaves a partial file under the final name; a full disk, or a folder that cannot be
     written, is one line naming ``path``. A symbolic link is written through (its target replaced, the link kept),
-    and a file replaced keeps its permissions. A pipe or a character device (``mkfifo``, ``/dev/stdout``, a shell's
-    ``>(...)``) is written into as it is, never replaced by a file.
+    and a file replaced keeps its permissions. A pipe or a character device (``mkfifo``, a shell's ``>(...)``) is
+    written into as it is, never replaced by a file, and ``/dev/stdout`` (:data:`STANDARD`) is the process' own.
     """
     path = Path(path)
+    kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     if str(path) in STANDARD:  # (the process' own: a file it was redirected to is appended to, not replaced)
         stream = sys.stdout if STANDARD[str(path)] == 1 else sys.stderr
         with writing(path):
@@ -182,7 +183,6 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
             stream.flush()
         return
     if is_stream(path):
-        kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
         with writing(path), _naming(path), open(path, mode, **kwargs) as f:
             yield f
         return
@@ -191,7 +191,6 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
         tmp = temp_file_beside(target)
         if target.exists():
             os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-    kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
     try:
         with writing(path):
             with open(tmp, mode, **kwargs) as f:

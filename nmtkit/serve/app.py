@@ -260,11 +260,9 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
             return error(422, f"n_best: expects at most the beam size ({beam}), got {n_best}")
         if len(body.text) > limits.max_lines:
             return error(413, f"text: {len(body.text)} lines; at most {limits.max_lines} per request")
-        many = next((i for i, phrases in enumerate(body.constraints or ()) if len(phrases) > limits.max_constraints),
-                    None)
-        if many is not None:
-            return error(413, f"constraints.{many}: {len(cast(list, body.constraints)[many])} phrases; at most "
-                              f"{limits.max_constraints} per line")
+        for i, phrases in enumerate(body.constraints or ()):
+            if len(phrases) > limits.max_constraints:
+                return error(413, f"constraints.{i}: {len(phrases)} phrases; at most {limits.max_constraints} per line")
         chars = sum(map(len, flattened(body.text, body.prefix or [], body.constraints or [])))
         if chars > limits.max_chars:
             given = "text" + (", prefix and constraints" if body.prefix or body.constraints else "")
@@ -292,7 +290,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         try:
             outcome = await future
         except asyncio.CancelledError:  # (a second signal: the server stops without the requests in flight)
-            return error(503, "the server stopped before answering; try again", **{"Retry-After": "1"})
+            outcome = Dropped("the server stopped before answering")
         if isinstance(outcome, Dropped):
             return error(503, f"{outcome}; try again", **{"Retry-After": "1"})
         if isinstance(outcome, Exception):
@@ -337,13 +335,11 @@ def serve(app: FastAPI, host: str, port: int) -> None:
         except SystemExit:  # (uvicorn's way of saying it could not start: told below)
             pass
         finally:
-            if server.force_exit:  # (its event loop is gone: what is not decoded yet never will be answered)
-                batcher.cancel()
             batcher.stop(0)
 
     def stop(signum, frame) -> None:  # (a second signal: stop without waiting for the requests in flight)
         if server.should_exit:
-            batcher.cancel()  # (at once: not one more batch taken meanwhile)
+            batcher.cancel()  # (at once: not one more batch taken, whose answer would find no event loop)
         server.force_exit = server.should_exit
         server.should_exit = True
 
