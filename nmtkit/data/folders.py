@@ -103,9 +103,14 @@ def _write_marker(folder: Path, what: str) -> None:
     (folder / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+def host() -> str:
+    """This machine's name, as a temporary folder's name holds it (without dots)."""
+    return socket.gethostname().replace(".", "_")
+
+
 def writer() -> str:
     """What names the process writing a temporary folder: its pid on this machine (``PID-HOST``)."""
-    return f"{os.getpid()}-{socket.gethostname().replace('.', '_')}"
+    return f"{os.getpid()}-{host()}"
 
 
 def remove_stale_folders(path: Path) -> int:
@@ -113,11 +118,11 @@ def remove_stale_folders(path: Path) -> int:
     longer running (killed: the name holds its pid and host); the count. Those of a live process (another run
     writing the same folder), of another machine or container sharing the folder, and the ``.old`` copy of a folder
     being replaced (the only one left where a kill came between the two renames) stay."""
-    stale, host = 0, writer().split("-", 1)[1]
+    stale, here = 0, host()
     for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*.tmp"):
         owner, letters, _ = folder.name[len(path.name) + 2:].split(".", 2)  # (mkdtemp's 8 letters)
         pid, _, where = owner.partition("-")
-        ours = pid.isdigit() and where == host and len(letters) == 8 and folder.name.count(".") == \
+        ours = pid.isdigit() and where == here and len(letters) == 8 and folder.name.count(".") == \
             path.name.count(".") + 4
         if ours and folder.is_dir() and not running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from nmtkit.data.vocab import Vocab
 from nmtkit.search.hypothesis import Hypothesis
-from nmtkit.search.sources import Inputs
+from nmtkit.search.sources import Inputs, line_text
 
 ENDS = (".", "!", "?", "…", ";", "。", "！", "？", "；")  #: what a token that ends a sentence ends with
 
@@ -49,16 +49,16 @@ class Splitter:
     def __init__(self, stream: str, vocab: Vocab, limit: int):
         self.stream, self.vocab, self.limit = stream, vocab, limit
 
-    def __call__(self, inputs: Inputs, text: Optional[str] = None) -> list[Inputs]:
-        """``inputs`` in pieces; ``text``: the line the ids were read from, whose words a word vocabulary's ids are
-        one for one (a word outside the vocabulary, ``<unk>``, still ends its sentence: "seven.")."""
+    def __call__(self, inputs: Inputs, raw: Optional[bytes] = None, index: int = 0) -> list[Inputs]:
+        """``inputs`` in pieces; ``raw``: line ``index``'s field the ids were read from, whose words a word
+        vocabulary's ids are one for one (a word outside the vocabulary, ``<unk>``, still ends its sentence:
+        "seven."), read only where the line is cut."""
         ids = list(inputs[self.stream])
         if len(ids) <= self.limit:
             return [inputs]
-        tokens = self.vocab.id_to_token(ids)
-        words = text.split() if text is not None and self.vocab.kind == "word" else []
-        return [{**inputs, self.stream: piece}
-                for piece in pieces(ids, sentence_ends(words if len(words) == len(ids) else tokens), self.limit)]
+        words = line_text(index, raw).split() if raw is not None and self.vocab.kind == "word" else []
+        tokens = words if len(words) == len(ids) else self.vocab.id_to_token(ids)
+        return [{**inputs, self.stream: piece} for piece in pieces(ids, sentence_ends(tokens), self.limit)]
 
 
 def joined(parts: Sequence[Sequence[Hypothesis]], length_penalty: float) -> list[Hypothesis]:

@@ -21,17 +21,7 @@ from nmtkit.search.greedy import greedy_search
 from nmtkit.search.guides import GuidedSources
 from nmtkit.search.hypothesis import Hypothesis
 from nmtkit.search.sampling import Sampler
-from nmtkit.search.sources import (
-    Inputs,
-    Item,
-    Line,
-    Source,
-    StreamSources,
-    fields_of,
-    line_text,
-    sort_length,
-    stack_inputs,
-)
+from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
 from nmtkit.search.splitting import Splitter, joined
 
 #: what reads each line's fields into a model's inputs (several sources, an ensemble's, or they with guides: a target
@@ -207,8 +197,7 @@ class Translator:
         fields = fields_of(line)
         before = self.inputs.truncated
         inputs = self.inputs.read(index, fields)
-        parts = None if inputs is None else self.splitter(inputs, line_text(index, fields[0])) if self.splitter \
-            else [inputs]
+        parts = None if inputs is None else self.splitter(inputs, fields[0], index) if self.splitter else [inputs]
         return Pending(index, fields, parts, self.inputs.truncated > before)
 
     def examples(self, chunk: Sequence[Pending]) -> list[Pending]:

@@ -11,7 +11,7 @@ def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_ke
     dead.wait()  # (its pid is no process's now)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        host = writer().split("-", 1)[1]
+        host = writer().split("-", 1)[1]  # (this machine's)
         left = [tmp_path / f".out.{dead.pid}-{host}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}-{host}.ijklmnop.tmp"]
         kept = [tmp_path / f".out.{live.pid}-{host}.qrstuvwx.tmp", tmp_path / ".out.notes.tmp",
                 tmp_path / f".other.{dead.pid}-{host}.abcdefgh.tmp", tmp_path / f".out.{dead.pid}-{host}.tmp",

@@ -35,5 +35,6 @@ def test_a_word_outside_a_word_vocabulary_still_ends_its_sentence():
     text = "one seven. two three four"
     inputs = {"src": vocab.encode(text)}
     split = Splitter("src", vocab, 3)
-    assert [piece["src"] for piece in split(inputs, text)] == [vocab.encode("one seven."), vocab.encode("two three four")]
+    assert [piece["src"] for piece in split(inputs, text.encode())] == \
+        [vocab.encode("one seven."), vocab.encode("two three four")]
     assert [piece["src"] for piece in split(inputs)] == [vocab.encode("one seven. two"), vocab.encode("three four")]
