@@ -5,6 +5,7 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,11 @@ from nmtkit.cli.options import Checked, setting
 from nmtkit.cli.paths import Command
 from nmtkit.config import POSITIVE, Range
 from nmtkit.errors import NmtkitError
+
+if TYPE_CHECKING:
+    from nmtkit.decoding import DecodeSettings, SourceMaker
+    from nmtkit.inference import LoadedModel
+    from nmtkit.search.sources import StreamSources
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -34,6 +40,25 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
                               exit_code=2)
         models[name] = checkpoints
     return models
+
+
+def text_inputs(settings: "DecodeSettings", name: str) -> "SourceMaker":
+    """The sources of a served model's inputs, all text (see :func:`~nmtkit.decoding.text_sources`): a model that
+    reads images is a one-line error naming it, since a request would name image files on the server's disk."""
+    from nmtkit.data.streams import TOKENS
+    from nmtkit.decoding import text_sources
+
+    make = text_sources(settings, f"batch of {name}")
+
+    def made(loaded: "LoadedModel", path: str) -> "StreamSources":
+        images = [stream for stream in loaded.model.inputs if loaded.meta.streams[stream].kind != TOKENS]
+        if images:
+            raise NmtkitError(f"-m {name}: {path} is a {loaded.config['arch']} model reading {', '.join(images)} "
+                              f"(inputs: {', '.join(loaded.model.inputs)}); serve takes text alone, since a request "
+                              "would name files on the server's disk: use 'nmtkit translate' or 'nmtkit caption'",
+                              exit_code=2)
+        return make(loaded, path)
+    return made
 
 
 @click.command("serve", cls=Command)
@@ -107,7 +132,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
                                         batch_size=max_batch, device=device, precision=precision, threads=threads,
                                         prefix=True, constraints=True, compile=compile)
         reader = settings[name] if workers == 1 else replace(settings[name], device="cpu", compile=False)  # (workers decode)
-        decoders[name] = Decoder(reader, name=f"batch of {name}")  # (warnings name a line of its batch)
+        decoders[name] = Decoder(reader, text_inputs(reader, name), f"batch of {name}")  # (warnings name a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
         if compile and workers == 1:
             log(f"{name}: compiling its decoding step (torch.compile) before serving")

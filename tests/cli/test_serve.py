@@ -108,3 +108,16 @@ def test_serve_errors_are_one_line(trained_ckpt, tmp_path):
         port = taken.getsockname()[1]
         r = run(["serve", "-m", trained_ckpt, "--port", port], ok=False)
     assert r.exit_code == 2 and r.stderr == f"error: --host/--port: cannot serve on 127.0.0.1:{port} (Address already in use)\n"
+
+
+def test_serve_refuses_a_model_that_reads_images(tmp_path):
+    """A request would name image files on the server's disk (and an unreadable one got an empty translation, said
+    only in the server's log): serve takes text models alone."""
+    from tests.data.test_multimodal import trained_multimodal
+
+    root = trained_multimodal(tmp_path, "--max-steps", 2, "--valid-every", 2)
+    r = run(["serve", "-m", f"mm={root / 'run' / 'last.pt'}", "--port", free_port()], ok=False)
+    assert r.exit_code == 2 and r.stderr == (
+        f"error: -m mm: {root / 'run' / 'last.pt'} is a multi-source model reading image (inputs: src, image); serve "
+        "takes text alone, since a request would name files on the server's disk: use 'nmtkit translate' or "
+        "'nmtkit caption'\n")
