@@ -110,3 +110,14 @@ def test_a_result_says_whether_its_line_was_cut_at_the_length_limit(trained_ckpt
     assert [r.truncated for r in results] == [False, True, False, False]
     again = decoder.translate_texts(["one two three four"])  # (counted per call)
     assert again[0].truncated and decoder.source.truncated == 2
+
+
+def test_a_result_says_whether_its_line_could_not_be_read(trained_ckpt):
+    """Each call's own lines: the decoder's ``source.invalid`` numbers them from 1 within each call, so a line 2
+    unusable in two calls is listed there once."""
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),)))
+    for _ in range(2):
+        results = list(decoder.translate([b"one", b"tw\xffo", b"", b"three"]))
+        assert [r.unusable for r in results] == [False, True, False, False]
+        assert results[1].texts == [""] and results[1].flags() == {"unusable": True} and results[2].flags() == {}
+    assert decoder.source.invalid == [2]

@@ -227,7 +227,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     decoder = Decoder(settings, sources, name, (f"--prefix-file {options['prefix_file']}",
                                                 f"--constraints {options['constraints_file']}"))
     interactive = options["flush"] or (not input_paths and sys.stdin.isatty())
-    start, count, not_finite = time.perf_counter(), 0, []
+    start, count, not_finite, unusable = time.perf_counter(), 0, [], []
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
         if guide_files:
@@ -243,6 +243,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
                     count += 1
                     if result.not_finite:
                         not_finite.append(result.index + 1)
+                    if result.unusable:
+                        unusable.append(result.index + 1)
                     out.write(formatted(result, settings.n_best, options["output_format"]))
                     if links and result.alignments is not None:
                         links.write(result.alignments[0] + "\n")
@@ -256,9 +258,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
             raise
     seconds = time.perf_counter() - start
     log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
-    source = decoder.source
     problems = [f"{len(lines)} line(s) {problem} (line {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''})"
-                for lines, problem in ((source.invalid, source.problem),
+                for lines, problem in ((unusable, decoder.source.problem),
                                        (not_finite, "whose scores the model gave as NaN or infinite")) if lines]
     if problems:
         raise NmtkitError(f"{name}: {'; '.join(problems)}; each got an empty output line")

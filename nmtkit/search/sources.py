@@ -119,13 +119,14 @@ class ImageSource:
         self.invalid: list[int] = []
 
     def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
-        """The image line ``index`` names, resized and normalised ``[3, size, size]``, or None."""
+        """The image line ``index`` names, resized and normalised ``[3, size, size]`` (an empty array for an empty
+        line), or None."""
         from nmtkit.data.images import load_image
 
         try:
             path = line_text(index, raw).strip()
             if not path:
-                return None
+                return np.zeros(0, np.float32)  # (nothing to caption: an empty output, as for an empty text line)
             image = load_image(path, self.size)
         except (UnicodeDecodeError, NmtkitError) as e:
             problem = "not a UTF-8 file name" if isinstance(e, UnicodeDecodeError) else e
@@ -135,7 +136,7 @@ class ImageSource:
         return image.numpy()
 
     def finish(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The features ``[grid, D]`` of images that :meth:`read` loaded."""
+        """The features ``[grid, D]`` of images that :meth:`read` loaded (none given empty)."""
         features: list[np.ndarray] = []
         with torch.inference_mode():
             device = next(self.cnn.parameters()).device
@@ -185,8 +186,8 @@ class StreamSources:
     one line, or the lines ``i`` of several files), each read by its stream's source, giving ``{stream: item}``.
 
     A line whose inputs are not all usable gives None: with the wrong number of fields (a warning naming the line,
-    and its number in ``invalid``), or an input its source cannot use (counted there) or gives nothing for (an
-    empty image path). An empty text input is an empty list: ``translate`` writes an empty line for it.
+    and its number in ``invalid``), or an input its source cannot use (counted there). An empty input (text, or an
+    image path) is empty: ``translate`` writes an empty line for it.
     """
 
     def __init__(self, sources: Sequence[Source], name: str = "<stdin>"):
@@ -195,7 +196,7 @@ class StreamSources:
 
     @property
     def invalid(self) -> list[int]:
-        """The lines that gave None other than for an empty input, whatever was wrong with them."""
+        """The lines that gave None, whatever was wrong with them."""
         return sorted({n for s in self.sources.values() for n in s.invalid} | set(self.wrong_fields))
 
     @property
@@ -244,11 +245,12 @@ class StreamSources:
         source finishes all of the chunk's items at once (a batch of images through the CNN)."""
         read = [inputs for inputs in chunk if inputs is not None]
         for stream, source in self.sources.items():
-            if hasattr(source, "finish") and read:
-                finished = source.finish([inputs[stream] for inputs in read])
-                if len(finished) != len(read):
-                    raise RuntimeError(f"{type(source).__name__}.finish gave {len(finished)} items for {len(read)}")
-                for inputs, item in zip(read, finished):
+            given = [inputs for inputs in read if len(inputs[stream])]  # (an empty input stays empty)
+            if hasattr(source, "finish") and given:
+                finished = source.finish([inputs[stream] for inputs in given])
+                if len(finished) != len(given):
+                    raise RuntimeError(f"{type(source).__name__}.finish gave {len(finished)} items for {len(given)}")
+                for inputs, item in zip(given, finished):
                     inputs[stream] = item
 
 

@@ -118,6 +118,7 @@ class LineResult:
     truncated: bool = False  #: whether an input (or the prefix) of the line was cut at the length limit
     not_finite: bool = False  #: whether the model's scores for the line were not finite (its outputs left empty)
     unmet: list[str] = field(default_factory=list)  #: the constraints its best output lacks (none could hold all)
+    unusable: bool = False  #: whether the line could not be read (its outputs left empty; a warning said why)
 
     @property
     def confidence(self) -> list[float]:
@@ -126,10 +127,10 @@ class LineResult:
         return [logprob / length if length else 0.0 for logprob, length in zip(self.logprobs, self.lengths)]
 
     def flags(self) -> dict[str, Union[bool, list[str]]]:
-        """What JSON says of the line beside its outputs, where true: ``truncated``, ``not_finite``, and
-        ``unmet_constraints``, the constraints (as given) that its best output lacks."""
+        """What JSON says of the line beside its outputs, where true: ``truncated``, ``not_finite``, ``unusable``,
+        and ``unmet_constraints``, the constraints (as given) that its best output lacks."""
         flags: dict[str, Union[bool, list[str]]] = {
-            name: True for name in ("truncated", "not_finite") if getattr(self, name)}
+            name: True for name in ("truncated", "not_finite", "unusable") if getattr(self, name)}
         return {**flags, "unmet_constraints": self.unmet} if self.unmet else flags
 
     def outputs(self) -> list[dict]:
@@ -234,7 +235,7 @@ class Translator:
                     self.attention_out.add(index, [], [], {})
                 n = self.opts.n_best  # n-best: N entries each
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None,
-                                 not_finite=not_finite)
+                                 not_finite=not_finite, unusable=pending.parts is None)
                 continue
             inputs = cast(list, pending.parts)[0]
             missing = self._check_constraints(index, inputs[CONSTRAINTS], nbest[0]) if CONSTRAINTS in inputs else []

@@ -323,6 +323,8 @@ def test_what_to_give_a_model_with_two_inputs(two_source_ckpt, trained_ckpt, two
     assert r.exit_code == 1 and r.stdout.count("\n") == 5 and r.stdout.split("\n")[2] == ""
     assert f"{tmp_path / 'bad'}:2: invalid UTF-8" in r.stderr
     assert f"error: {a} + {tmp_path / 'bad'}: 1 line(s) of invalid UTF-8 (line 2)" in r.stderr
+    r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "bad", "--output-format", "json"], ok=False)
+    assert [json.loads(line).get("unusable") for line in r.stdout.splitlines()] == [None, True, None, None, None]
 
 
 def test_a_post_editing_model_writes_its_edits_applied_to_the_mt(ape_ckpt, two_inputs, tmp_path):
@@ -440,6 +442,11 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
                     root / "data" / "test.de", "--score-only"]).stdout
 
     assert ppl(en, img) == ppl(en, tmp_path / "test.npy") == ppl(tmp_path / "test.npy", en)
+    (tmp_path / "gap.img").write_text(img.read_text().split("\n")[0] + "\n\n")  # (no image for line 2)
+    r = run(["score", "--metric", "ppl", "-m", ckpt, "--src", en, "--src", tmp_path / "gap.img", "-r",
+             root / "data" / "test.de"], ok=False)
+    assert r.exit_code == 1 and r.stderr == (f"error: {en} + {tmp_path / 'gap.img'}:2: an unusable input for "
+                                             "perplexity (no image named)\n")
     np.save(tmp_path / "short.npy", rows[:1])
     r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "short.npy", "-o", tmp_path / "o"], ok=False)
     assert r.exit_code == 2 and "expected an array [2 images, grid, D]" in r.stderr and not (tmp_path / "o").exists()
