@@ -10,10 +10,11 @@ console = Console(stderr=True, highlight=False)
 
 
 def progress(transient: bool = True) -> Progress:
-    """A progress display on stderr; disabled (no output) when stderr is not a terminal."""
+    """A progress display on stderr; disabled (no output) when stderr is not a terminal. Descriptions are shown
+    as they are (a file name is not rich markup)."""
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+        TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}", markup=False), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
         console=console, transient=transient, disable=not sys.stderr.isatty(),
     )
 

@@ -7,13 +7,15 @@ from typing import Sequence
 
 
 def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table with ``header``, the first column left-aligned and the others right-aligned; '-' for empty cells."""
+    """A table with ``header``, the first column left-aligned and the others right-aligned; '-' for empty cells.
+    Every text is shown as it is (a system named ``rnn[seed1]`` is not rich markup)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title)
+    table = Table(title=Text(title))
     for i, h in enumerate(header):
-        table.add_column(h, justify="left" if i == 0 else "right", overflow="fold")  # a number wraps, never cut
+        table.add_column(Text(h), justify="left" if i == 0 else "right", overflow="fold")  # a number wraps, never cut
     for row in rows:
-        table.add_row(*[cell or "-" for cell in row])
+        table.add_row(*[Text(cell or "-") for cell in row])
     Console(soft_wrap=True, width=None if sys.stdout.isatty() else 1000).print(table)

@@ -1,0 +1,18 @@
+"""Progress bars: what they show is shown as given."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from nmtkit import progress as progress_module
+
+
+def test_a_description_that_looks_like_rich_markup_is_shown_as_given(monkeypatch):
+    shown = io.StringIO()
+    monkeypatch.setattr(progress_module, "console", Console(file=shown, force_terminal=True, width=200))
+    bar = progress_module.progress(transient=False)
+    bar.disable = False  # (stderr is not a terminal under pytest)
+    with bar:
+        bar.advance(bar.add_task("encoding [/x]", total=2, info="[bold]y"))
+    assert "encoding [/x]" in shown.getvalue() and "[bold]y" in shown.getvalue()
