@@ -6,7 +6,7 @@ import os
 import click
 
 from nmtkit.cli.options import Checked
-from nmtkit.cli.paths import Command, ReadFile, WriteFile
+from nmtkit.cli.paths import Command, ReadFile, WriteFile, check_outputs
 from nmtkit.config import POSITIVE
 
 
@@ -39,6 +39,7 @@ def command(checkpoints, run_dir, last, output, force):
         if not paths:
             raise NmtkitError(f"--run {run_dir}: no step-STEP.pt checkpoints (train with --keep-checkpoints N)",
                               exit_code=2)
+        check_outputs([("--output", output)], [(f"--run {run_dir} ({p.name})", str(p)) for p in paths])
     if not force and os.path.lexists(output) and not is_average(output):
         raise NmtkitError(f"-o {output}: holds a file that is not an earlier average (a trained checkpoint, or "
                           "another file); give --force to replace it, or write the average to another file",

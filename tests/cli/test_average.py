@@ -27,3 +27,8 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
     assert (tmp_path / "avg.pt").read_bytes() != earlier
     run(["average", "--run", save, "-o", save / "best.pt", "--force"])
     assert (save / "best.pt").read_bytes() != best
+    step = (save / "step-6.pt").read_bytes()  # one of the checkpoints it averages: never its output, --force or not
+    r = run(["average", "--run", save, "--last", 2, "-o", save / "step-6.pt", "--force"], ok=False)
+    assert r.exit_code == 2 and r.stderr == (f"error: --output {save / 'step-6.pt'}: is the file of --run {save} "
+                                             "(step-6.pt); write the output to another file\n")
+    assert (save / "step-6.pt").read_bytes() == step
