@@ -8,7 +8,7 @@ import click
 
 from nmtkit.cli.options import Checked
 from nmtkit.cli.paths import Command, ReadFile
-from nmtkit.config import COUNT, DEVICE, POSITIVE, Range
+from nmtkit.config import COUNT, DEVICE, POSITIVE, Range, at_least
 from nmtkit.data.images import ImageSpec
 from nmtkit.data.preprocess import SourceImages, VocabSpec, preprocess
 from nmtkit.errors import NmtkitError
@@ -59,8 +59,9 @@ from nmtkit.errors import NmtkitError
               help="images: torchvision's ImageNet VGG16 weights (vgg16-397923af.pth); without, random weights")
 @click.option("--cnn-seed", type=Checked(int, COUNT), default=1, show_default=True,
               help="images: the seed of the random CNN weights when no --cnn-weights")
-@click.option("--image-size", type=Checked(int, POSITIVE), default=224, show_default=True,
-              help="images: resized to this square (224: a 14 x 14 grid of conv5_3 features)")
+@click.option("--image-size", type=Checked(int, at_least(16)), default=224, show_default=True,
+              help="images: resized to this square (224: a 14 x 14 grid of conv5_3 features; at least 16, as VGG16 "
+                   "pools four times)")
 @click.option("--features-dtype", type=click.Choice(["float16", "float32"]), default="float16", show_default=True)
 @click.option("--image-batch-size", type=Checked(int, POSITIVE), default=16, show_default=True,
               help="images: how many per CNN batch")

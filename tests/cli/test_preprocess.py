@@ -153,6 +153,8 @@ def test_bad_multimodal_input(tmp_path):
     for args, message, code in (
         (["--src-images", "img"], "--images: give the folder of the images", 2),
         (["--images", tmp_path], "--images and --features go with --src-images", 2),
+        (["--src-images", "img", "--images", tmp_path, "--image-size", 15], "--image-size: expects an integer >= 16, "
+                                                                               "got '15'", 2),  # (VGG16's least)
         (["--src-images", "img", "--images", tmp_path, "--skip-bad-images"], "valid.img:1: ", 1),
     ):
         r = run([*base, *args], ok=False)
