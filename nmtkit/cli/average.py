@@ -15,7 +15,7 @@ from nmtkit.config import POSITIVE
 @click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False),
               help="a run folder: average the step checkpoints it kept (train --keep-checkpoints)")
 @click.option("--last", type=Checked(int, POSITIVE), help="with --run: only the last N of them")
-@click.option("-o", "--output", required=True, type=WriteFile(),
+@click.option("-o", "--output", required=True, type=WriteFile(stdout=False),
               help="the averaged checkpoint, written atomically")
 @click.option("--force", is_flag=True, help="replace an existing file other than an earlier average (e.g. best.pt)")
 def command(checkpoints, run_dir, last, output, force):

@@ -21,7 +21,8 @@ from nmtkit.config import Range
               help="count source tokens of this sacrebleu tokenizer (13a, intl, zh, char, ...) instead of "
                    "whitespace-separated words")
 @click.option("--bleu-tokenize", default=None, metavar="NAME", help="sacrebleu's BLEU tokenizer [default: 13a]")
-@click.option("--csv", "csv_path", type=WriteFile(), help="also write the table as CSV")
+@click.option("--csv", "csv_path", type=WriteFile(), help="also write the table as CSV (- for stdout, instead of "
+                                                                 "the table)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 @click.option("--plot", "plot_path", type=WriteFile(), help="draw the figure: FILE.png, .pdf or .svg")
 @click.option("--title", default="BLEU by source sentence length", show_default=True, help="the figure's title")
@@ -48,6 +49,9 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
     from nmtkit.tools.figures import figure_format
 
     check_goes_with(("samples", confidence, "--confidence"))
+    if as_json and csv_path == "-":
+        raise NmtkitError("--csv -: --json prints to the standard output too, and the two would mix; give --csv a file",
+                          exit_code=2)
     bounds = parse_buckets(buckets)
     for option, name in (("--tokenize", tokenize), ("--bleu-tokenize", bleu_tokenize)):
         if name is not None:
@@ -81,7 +85,7 @@ def command(src_path, ref_paths, hyps, buckets, tokenize, bleu_tokenize, csv_pat
     if as_json:
         json.dump([b.as_dict() for b in result], sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
+    elif csv_path != "-":
         from nmtkit.cli.tables import print_table
 
         print_table(f"BLEU by source length ({'tokens: ' + tokenize if tokenize else 'words'})", header, rows)

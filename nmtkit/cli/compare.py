@@ -42,7 +42,8 @@ def _metrics(text: str) -> list[str]:
               show_default=True, help="significance level of the table's marks")
 @click.option("--json", "json_path", type=WriteFile(), metavar="FILE",
               help="also write every figure as JSON (- for stdout, instead of the table)")
-@click.option("--csv", "csv_path", type=WriteFile(), metavar="FILE", help="also write the table as CSV")
+@click.option("--csv", "csv_path", type=WriteFile(), metavar="FILE",
+              help="also write the table as CSV (- for stdout, instead of the table)")
 @click.option("--plot", "plot_path", type=WriteFile(), metavar="FILE",
               help="draw each system's scores with their intervals: FILE.png, .pdf or .svg")
 def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, seed, level, json_path, csv_path,
@@ -88,7 +89,7 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
     results = [compare_systems(m, sacrebleu_metric(m, tokenize, lowercase), references, outputs, samples, trials,
                                seed) for m in names]
     write_comparison(results, level, json_path, csv_path)
-    if json_path != "-":
+    if "-" not in (json_path, csv_path):  # (the table would mix with what goes to the standard output)
         from nmtkit.cli.tables import print_table
 
         for result in results:

@@ -27,10 +27,12 @@ class ReadFile(click.Path):
 
 
 class WriteFile(click.Path):
-    """A file the command writes (a missing value or ``-``: the standard output)."""
+    """A file the command writes (a missing value or ``-``: the standard output); ``stdout=False``: a file that
+    cannot be written as a stream (a checkpoint, an HDF5 file), for which ``-`` is refused."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, stdout: bool = True, **kwargs):
         super().__init__(dir_okay=False, **kwargs)
+        self.stdout = stdout
 
 
 class Command(click.Command):
@@ -53,6 +55,10 @@ class Command(click.Command):
             values = list(value) if isinstance(value, (tuple, list)) else [value]
             name = option_name(param)
             if isinstance(param.type, WriteFile):
+                if not param.type.stdout and any(v == "-" or str(v) in STANDARD for v in values):
+                    given = next(v for v in values if v == "-" or str(v) in STANDARD)
+                    raise NmtkitError(f"{name} {given}: writes a file that is not a stream of text; name a file",
+                                      exit_code=2)
                 outputs += [(name, v) for v in values if v not in (None, "-") and str(v) not in STANDARD]
                 main = isinstance(param, click.Option) and "-o" in param.opts  # (-o: the standard output by default)
                 written = [name for v in values if v == "-" or STANDARD.get(str(v)) == 1 or (v is None and main)]

@@ -160,8 +160,9 @@ def remove_stale_temp_files(path: Path) -> int:
     return len(stale)
 
 
-#: the names of the process' own standard output and error (its descriptor 1 or 2), written to as such
-STANDARD = {**dict.fromkeys(("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"), 1),
+#: the names of the process' own standard output and error (its descriptor 1 or 2), written to as such (``-``: an
+#: output option's name for the standard output)
+STANDARD = {**dict.fromkeys(("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"), 1),
             **dict.fromkeys(("/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"), 2)}
 
 

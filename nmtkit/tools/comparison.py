@@ -3,7 +3,6 @@ CSV records, and a figure of every system's scores with their confidence interva
 from __future__ import annotations
 
 import json
-import sys
 from typing import Optional, Sequence
 
 from nmtkit.data.text import PathLike, atomic_output
@@ -72,14 +71,10 @@ def as_record(result: MetricComparison, level: float = 0.05) -> dict:
 
 def write_comparison(results: Sequence[MetricComparison], level: float, json_path: Optional[PathLike],
                      csv_path: Optional[PathLike]) -> None:
-    """The JSON record of every metric (``-``: stdout) and the CSV of every table (a column naming the metric)."""
+    """The JSON record of every metric and the CSV of every table (a column naming the metric); ``-``: stdout."""
     if json_path:
-        text = json.dumps([as_record(r, level) for r in results], indent=1) + "\n"
-        if str(json_path) == "-":
-            sys.stdout.write(text)
-        else:
-            with atomic_output(json_path) as f:
-                f.write(text)
+        with atomic_output(json_path) as f:
+            f.write(json.dumps([as_record(r, level) for r in results], indent=1) + "\n")
     if csv_path:
         import csv
 

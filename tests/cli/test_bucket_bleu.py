@@ -19,12 +19,18 @@ def files(tmp_path):
             "--hyp", f"other={tmp_path / 'other'}", "--buckets", "2,5"]
 
 
-def test_table_json_csv_and_plot(tmp_path):
+def test_table_json_csv_and_plot(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     args = files(tmp_path)
     r = run(args + ["--csv", tmp_path / "b.csv", "--plot", tmp_path / "b.png"])
     assert "1-2" in r.stdout and "3-5" in r.stdout and ">5" in r.stdout and "gain" in r.stdout
     rows = list(csv.reader((tmp_path / "b.csv").open()))
     assert rows[0][:3] == ["bucket", "sentences", "BLEU base"] and [row[1] for row in rows[1:]] == ["2", "1", "1", "4"]
+    assert run(args + ["--csv", "-"]).stdout == (tmp_path / "b.csv").read_text()  # (instead of the table)
+    assert not (tmp_path / "-").exists()
+    r = run(args + ["--csv", "-", "--json"], ok=False)
+    assert r.exit_code == 2 and r.stderr == ("error: --csv -: --json prints to the standard output too, and the two "
+                                             "would mix; give --csv a file\n")
     data = json.loads(run(args + ["--json"]).stdout)
     assert [b["bucket"] for b in data] == ["1-2", "3-5", ">5", "all"]
     assert data[3]["gain"]["other"] > 0 and data[3]["gain"]["base"] == 0

@@ -42,8 +42,9 @@ def test_the_reference_may_be_a_pipe(outputs):
     assert run(["compare", "-r", pipe(d / "pref", "\n".join(REF) + "\n"), *args]).stdout == expected
 
 
-def test_seeds_json_csv_and_plot(outputs):
+def test_seeds_json_csv_and_plot(outputs, monkeypatch):
     d = outputs
+    monkeypatch.chdir(d)
     args = ["compare", "-r", d / "ref", "--sys", f"base={d / 'base'},{d / 'b2'}", "--sys",
             f"good={d / 'good'},{d / 'g2'}", "--sys", f"self={d / 'base'},{d / 'b2'}", "--bootstrap", 100,
             "--trials", 100]
@@ -63,6 +64,8 @@ def test_seeds_json_csv_and_plot(outputs):
     assert table[0][:3] == ["metric", "system", "files"] and [row[1] for row in table[1:]] == ["base", "good", "self"] * 2
     assert table[2][9:] == ["True", "4", "4"] and float(table[2][5]) > 0  # numbers, not the table's strings
     assert json.loads((d / "c.json").read_text())[0]["metric"] == "bleu"
+    assert run([*args, "--csv", "-"]).stdout == (d / "c.csv").read_text()  # (instead of the table; no file '-')
+    assert not (d / "-").exists()
     with Image.open(d / "c.png") as image:
         assert image.size[0] > 400
 

@@ -64,6 +64,17 @@ def test_two_outputs_to_the_standard_output_are_refused(trained_ckpt, text_dir):
         _refused(["translate", "-m", trained_ckpt, "-i", src, *output, "--alignments", "-"], [src], message)
 
 
+def test_a_file_that_is_not_text_is_never_written_to_the_standard_output(trained_ckpt, text_dir, tmp_path,
+                                                                          monkeypatch):
+    """(a checkpoint or an HDF5 file: '-' named a file '-' in the current folder, as /dev/stdout failed in h5py)"""
+    monkeypatch.chdir(tmp_path)
+    for args, given in ((["average", trained_ckpt, trained_ckpt, "-o"], "-"),
+                        (["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "--attention-out"], "/dev/stdout")):
+        option = "--output" if args[0] == "average" else "--attention-out"
+        _refused([*args, given], [], f"{option} {given}: writes a file that is not a stream of text; name a file")
+    assert not (tmp_path / "-").exists()
+
+
 def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(trained_ckpt, text_dir, tmp_path):
     """(`-o /dev/stdout >> log`: the shell's file is written through the process' own stdout, its content kept.)"""
     log = tmp_path / "log"
