@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.options import Checked, named_systems
+from nmtkit.cli.options import Checked, check_goes_with, named_systems
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import Range
 from nmtkit.metrics.text import SACREBLEU_METRICS
@@ -66,6 +66,7 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
     from nmtkit.tools.comparison import comparison_rows, plot_comparison, title, write_comparison
 
     names = _metrics(metrics)
+    check_goes_with(("tokenize", "bleu" in names, "--metric bleu"))
     if tokenize is not None:
         check_tokenizer(tokenize)
     if plot_path:

@@ -58,6 +58,8 @@ def command(metric, refs, tab_refs, max_ngram, no_brevity_penalty, hyp_path, tok
                                                                          "--metric bleu"),
                     ("model_path", ppl, "--metric ppl"), ("src_paths", ppl, "--metric ppl"),
                     ("batch_size", ppl, "--metric ppl"), ("samples", confidence, "--confidence"),
+                    ("tokenize", metric == "bleu", "--metric bleu"),
+                    ("lowercase", not ppl, "a metric of hypotheses (--metric ppl scores the model's probability of -r)"),
                     ("hyp_path", not ppl, "a metric of hypotheses (--metric ppl scores the model's probability of -r)"))
     if tokenize is not None:
         from nmtkit.metrics.text import check_tokenizer

@@ -71,11 +71,15 @@ def corpus_score(metric: str, hypotheses: Sequence[str], references: Sequence[Se
                      + ("|lc" if lowercase else ""))
     m = sacrebleu_metric(metric, tokenize, lowercase, max_ngram)
     result = m.corpus_score(list(hypotheses), [list(r) for r in references], n_bootstrap=n_bootstrap)
-    signature = str(m.get_signature())
+    signature = str(m.get_signature()) + (f"|ngram:{max_ngram}" if metric == "bleu" and max_ngram != 4 else "")
     if metric == "bleu" and not brevity_penalty:  # exp(Σ_n log p_n / N): sacrebleu's BLEU over its BP
         value = result.score / result.bp if result.bp > 0 else 0.0
         precisions = "/".join(f"{p:.1f}" for p in result.precisions)
         return Score(metric, value, f"BLEU-{max_ngram} without brevity penalty = {value:.2f} {precisions} "
                      f"(BP would be {result.bp:.3f})", signature + "|bp:off")
+    # (sacrebleu's own line, but BLEU-N named, and the bootstrap's mean given even where it is 0)
+    name = f"BLEU-{max_ngram}" if metric == "bleu" and max_ngram != 4 else result.name
+    mean = f" (μ = {result._mean:.2f} ± {result._ci:.2f})" if n_bootstrap > 1 else ""
+    text = f"{name} = {result.score:.2f}{mean}" + (f" {result._verbose}" if result._verbose else "")
     bootstrap = (float(result._mean), float(result._ci)) if n_bootstrap > 1 else (None, None)
-    return Score(metric, float(result.score), str(result), signature, *bootstrap)
+    return Score(metric, float(result.score), text, signature, *bootstrap)

@@ -80,6 +80,7 @@ def test_errors(outputs):
         ([*two, "--sys", f"a={d / 'good'}"], "--sys: two systems have the same name"),
         ([*two, "--metric", "bleu,meteor"], "--metric: expected some of bleu, chrf, chrf++, ter"),
         ([*two, "--tokenize", "xx"], "--tokenize: unknown tokenizer 'xx'"),
+        ([*two, "--tokenize", "zh", "--metric", "chrf,ter"], "--tokenize: goes with --metric bleu"),
         ([*two, "--plot", d / "x.gif"], "--plot: cannot tell the figure format"),
         ([*two, "--sys", f"c={d / 'short'}"], f"--sys c: {d / 'short'} has 1 lines but the reference"),
         ([*two, "--sys", f"c={d / 'missing'}"], "missing: no such file"),

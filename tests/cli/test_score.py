@@ -60,6 +60,8 @@ def test_references_and_hypotheses_may_be_pipes(files):
     (["--bootstrap", 100], "--bootstrap: goes with --confidence"),
     (["--metric", "chrf", "--no-brevity-penalty"], "--no-brevity-penalty: goes with --metric bleu"),
     (["--metric", "ter", "--max-ngram", 2], "--max-ngram: goes with --metric bleu"),
+    (["--metric", "chrf", "--tokenize", "zh"], "--tokenize: goes with --metric bleu"),
+    (["--metric", "cider", "--tokenize", "char"], "--tokenize: goes with --metric bleu"),
 ])
 def test_an_option_the_metric_would_ignore_is_refused(files, extra, message):
     for name in ("model.pt", "src.txt"):
@@ -73,6 +75,9 @@ def test_perplexity_reads_no_hypotheses(trained_ckpt, text_dir):
     r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
              "-i", text_dir / "test.de"], ok=False)
     assert r.exit_code == 2 and r.stderr.startswith("error: --input: goes with a metric of hypotheses (--metric ppl")
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
+             "--lowercase"], ok=False)
+    assert r.exit_code == 2 and r.stderr.startswith("error: --lowercase: goes with a metric of hypotheses")
 
 
 def test_mismatched_lines_and_missing_reference(files):

@@ -87,3 +87,17 @@ def test_a_bootstrap_gives_sacrebleus_confidence_interval(metric):
     got = corpus_score(metric, HYP * 20, [REF1 * 20], n_bootstrap=200)
     assert (got.score, got.mean, got.ci, got.text) == (expected.score, expected._mean, expected._ci, str(expected))
     assert "bs:200" in got.signature and "μ = " in got.text
+
+
+def test_a_bootstrap_mean_of_0_is_given_too():
+    """(sacrebleu's own line leaves out a mean of 0: a perfect TER)"""
+    got = corpus_score("ter", REF1, [REF1], n_bootstrap=20)
+    assert got.text == "TER = 0.00 (μ = 0.00 ± 0.00)" and got.mean == 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_bleu_n_is_named_in_its_line_and_signature(n):
+    got = corpus_score("bleu", HYP, [REF1], max_ngram=n)
+    expected = BLEU(max_ngram_order=n).corpus_score(HYP, [REF1])
+    assert got.score == expected.score and got.text == str(expected).replace("BLEU = ", f"BLEU-{n} = ")
+    assert got.signature.endswith(f"|ngram:{n}") and "ngram" not in corpus_score("bleu", HYP, [REF1]).signature
