@@ -41,7 +41,7 @@ def command(input_path, cnn_weights, features, **options):
             check_features(loaded, given.stream, given.features, given.name)
             return given
 
-        decode(rows, options, chunk_size=256, verbs=verbs, lines=given.lines())
+        decode(rows, options, chunk_size=256, verbs=verbs, lines=given.lines(), name=given.name)
         return
     name = input_path or "<stdin>"
     decode(lambda loaded, path: image_source(loaded, path, cnn_weights, name), options,

@@ -202,12 +202,13 @@ def settings_of(options: dict, **more) -> DecodeSettings:
 
 def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (), fields: bool = False,
            lines: Optional[Iterable] = None, chunk_size: int = 10_000, verbs=("translating", "translated"),
-           alignments_path: Optional[str] = None, **more) -> Decoder:
+           alignments_path: Optional[str] = None, name: Optional[str] = None, **more) -> Decoder:
     """Decode the lines of ``input_paths`` (or stdin; several inputs side by side, one field each; with ``fields``,
     the TAB-separated fields of one input's lines; ``lines``, if given, instead) with the checkpoints and settings
     of a command's :data:`DECODING_OPTIONS` (``options``, and ``more`` settings), one output line (or ``n_best``) per
     input line, into ``-o`` or stdout, the attention into ``--attention-out``, the best outputs' word alignments into
-    ``alignments_path`` (``--alignments``; one line per input line); ``sources(loaded, model_path)`` turns
+    ``alignments_path`` (``--alignments``; one line per input line), messages naming the input ``name`` (default: the
+    input paths, or ``<stdin>``); ``sources(loaded, model_path)`` turns
     lines into a model's inputs (see :class:`~nmtkit.decoding.Decoder`); ``verbs`` name the work in progress and
     done. Returns the decoder; raises an error naming the unusable lines once everything is written."""
     from nmtkit.data.text import is_stream, open_output
@@ -223,7 +224,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     if len(side_by_side) > 1 and not any(is_stream(path) for _, path in side_by_side):  # (stdin, pipes: as read)
         check_same_length(side_by_side)
     output_path, attention_out = options["output_path"], options["attention_out"]
-    name = " + ".join(input_paths) or "<stdin>"
+    name = name or " + ".join(input_paths) or "<stdin>"
     decoder = Decoder(settings, sources, name, (f"--prefix-file {options['prefix_file']}",
                                                 f"--constraints {options['constraints_file']}"))
     interactive = options["flush"] or (not input_paths and sys.stdin.isatty())

@@ -160,7 +160,7 @@ FEATURE_SUFFIXES = (".npy", ".h5", ".hdf5")  #: files of precomputed features, a
 
 def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
     """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
-    ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``)."""
+    ``count`` images if given, every value a finite number; errors name ``option`` (e.g. ``--features test=FILE``)."""
     path = Path(path)
     try:
         if path.suffix in FEATURE_SUFFIXES[1:]:
@@ -175,6 +175,11 @@ def load_features(path: PathLike, option: str, count: Optional[int] = None) -> n
         wanted = f"{count} images" if count is not None else "images"
         raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
                           exit_code=2)
+    for start in range(0, len(array), 256):  # (a block at a time: a memory-mapped file is never read whole)
+        finite = np.isfinite(array[start:start + 256]).all(axis=(1, 2))
+        if not finite.all():
+            raise NmtkitError(f"{option}: the features of image {start + int(np.argmin(finite)) + 1} are not all "
+                              "finite numbers (NaN or infinite)", exit_code=2)
     return array
 
 

@@ -3,6 +3,7 @@ attention over the image grid, features made as the corpus made them (CNN weight
 import shutil
 
 import h5py
+import numpy as np
 import pytest
 import torch
 
@@ -177,6 +178,13 @@ def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
     assert prefixed.stdout.split("\n")[0].split()[:1] == ["a"] and len(prefixed.stdout.split("\n")) == 3
     with h5py.File(tmp_path / "a.h5") as f:
         assert [t.decode() for t in f["sentences/1/src_tokens"][()]] == ["r0c0", "r0c1", "r1c0", "r1c1"]
+        assert f.attrs["input"] == f"--features {tmp_path / 'test.npy'}"  # (what was read: no '<stdin>')
+    broken = arrays["test"].copy()
+    broken[1, 0, 2] = float("nan")
+    np.save(tmp_path / "nan.npy", broken)
+    r = run(["caption", "-m", model, "--features", tmp_path / "nan.npy", "-o", tmp_path / "nan.txt"], ok=False)
+    assert r.exit_code == 2 and r.stderr == (f"error: --features {tmp_path / 'nan.npy'}: the features of image 2 are "
+                                             "not all finite numbers (NaN or infinite)\n")
     r = run(["caption", "-m", model], input=str(tmp_path / "img0.png") + "\n", ok=False)
     assert "its corpus had precomputed features" in r.stderr
     r = run(["caption", "-m", model, "--features", tmp_path / "test.npy", "--cnn-weights", tmp_path / "test.npy"],

@@ -90,6 +90,13 @@ def test_features_given_precomputed_are_stored_as_given(tmp_path):
                                           "test": tmp_path / "test.h5"})
     shard = Shard(again / Corpus.open(again).manifest["splits"]["test"]["shards"][0]["file"])
     assert np.array_equal(shard.get("image", 0), arrays["test"][0])
+    with h5py.File(tmp_path / "inf.h5", "w") as f:
+        f["features"] = arrays["test"] * np.array([1, np.inf], np.float32)[:, None, None]
+    with pytest.raises(NmtkitError, match=r"--features test=\S*inf.h5: the features of image 2 are not all finite"):
+        preprocess_captions(tmp_path / "c1", tmp_path / "captions.token", splits, "en",
+                            features={"train": tmp_path / "train.npy", "valid": tmp_path / "valid.npy",
+                                      "test": tmp_path / "inf.h5"})
+    assert not (tmp_path / "c1").exists()
     np.save(tmp_path / "short.npy", arrays["test"][:1])
     with pytest.raises(NmtkitError, match=r"--features test=.*short.npy: expected an array \[2 images, grid, D\]"):
         preprocess_captions(tmp_path / "c2", tmp_path / "captions.token", splits, "en",
