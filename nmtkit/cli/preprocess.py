@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from nmtkit.cli.options import Checked
+from nmtkit.cli.options import Checked, check_goes_with
 from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import COUNT, DEVICE, POSITIVE, Range, at_least
 from nmtkit.data.images import ImageSpec
@@ -116,6 +116,8 @@ def _text(o: dict) -> Path:
     if o["src_images"]:
         image_spec, given = _image_options(o)
         images = SourceImages(o["src_images"], o["images"], image_spec, given)
+    else:
+        _check_cnn_options(False)
     return preprocess(o["out"], o["src"], o["tgt"], o["train"], o["valid"], o["test"], spec, o["max_len"] or None,
                       o["shard_size"] or 100_000, o["overwrite"], o["ape_edits"], images)
 
@@ -138,10 +140,19 @@ def _image_options(o: dict) -> tuple[ImageSpec, dict[str, str]]:
         given[split] = file
     if o["images"] is None and set(given) != set(_splits(o)):
         raise NmtkitError("--images: give the folder of the images (or --features for every split)", exit_code=2)
+    _check_cnn_options(not set(_splits(o)) <= set(given))
     weights = str(Path(o["cnn_weights"]).resolve()) if o["cnn_weights"] else None
     spec = ImageSpec(o["image_size"], weights, o["cnn_seed"], o["features_dtype"], o["image_batch_size"],
                      o["skip_bad_images"], str(pick_device(o["device"])))
     return spec, given
+
+
+def _check_cnn_options(used: bool) -> None:
+    """The options of the CNN that makes features from images, refused where it makes none (text alone, or every
+    split's features given)."""
+    cnn = ("cnn_weights", "cnn_seed", "image_size", "features_dtype", "image_batch_size", "skip_bad_images", "device")
+    check_goes_with(*((name, used, "images that preprocess makes features of (--captions or --src-images, a split "
+                                   "without --features)") for name in cnn))
 
 
 def _captions(o: dict) -> Path:

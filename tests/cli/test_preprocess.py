@@ -1,6 +1,8 @@
 """nmtkit preprocess end to end and its bad inputs."""
 import json
 
+import numpy as np
+
 from nmtkit.data.vocab import SPM_SAMPLE, UNK, load_vocab
 from tests.conftest import run
 
@@ -161,6 +163,17 @@ def test_bad_multimodal_input(tmp_path):
         error = r.stderr.strip().splitlines()[-1]  # after the vocabulary's warnings and the training split's line
         assert r.exit_code == code and error.startswith("error: ") and message in error, r.stderr
         assert not (tmp_path / "c").exists()
+    cnn = "--image-size: goes with images that preprocess makes features of (--captions or --src-images, a split " \
+          "without --features)"  # (the CNN's options, where it makes no features: base gives --image-size 32)
+    r = run(base, ok=False)
+    assert r.exit_code == 2 and r.stderr == f"error: {cnn}\n"
+    every = []
+    for split in ("train", "valid", "test"):
+        np.save(tmp_path / f"{split}.npy", np.zeros((len((tmp_path / f"{split}.en").read_text().splitlines()), 4, 8),
+                                                    np.float32))
+        every += ["--features", f"{split}={tmp_path / split}.npy"]
+    r = run([*base, "--src-images", "img", *every], ok=False)
+    assert r.exit_code == 2 and r.stderr == f"error: {cnn}\n" and not (tmp_path / "c").exists()
     (tmp_path / "train.img").write_text("img0.png\n")
     r = run([*base, "--src-images", "img", "--images", tmp_path], ok=False)
     assert "train.en has 6 lines but" in r.stderr and "train.img has 1" in r.stderr
