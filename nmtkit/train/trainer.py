@@ -295,6 +295,15 @@ class Trainer:
     def train(self) -> dict:
         """Train until a stopping condition; returns the last validation result."""
         c, p = self.config, self.progress
+        budget = c["max_time"] * 60 if c["max_time"] > 0 else math.inf
+        last_valid: dict = {}
+        stop_reason = None
+        self._wall_start, self._wall_base = time.perf_counter(), p.wall
+        done = self._stop_reason(budget)
+        if done:  # a resumed run that had already finished: not one more update or validation, its files as they are
+            if self.dist.is_main:
+                log(f"nothing to do: {done} already ({p.step} updates, epoch {p.epoch})")
+            return last_valid
         if self.dist.is_main:
             self.save_dir.mkdir(parents=True, exist_ok=True)
             with atomic_output(self.save_dir / "config.yaml") as f:
@@ -306,15 +315,6 @@ class Trainer:
             log(f"{c['arch']}: {n_params:,} parameters on {self.device}"
                 + (f", {self.dist.world_size} processes" if self.dist.enabled else ""))
         self.model.train()
-        budget = c["max_time"] * 60 if c["max_time"] > 0 else math.inf
-        last_valid: dict = {}
-        stop_reason = None
-        self._wall_start, self._wall_base = time.perf_counter(), p.wall
-        done = self._stop_reason(budget)
-        if done:  # a resumed run that had already finished: not one more update or validation
-            if self.dist.is_main:
-                log(f"nothing to do: {done} already ({p.step} updates, epoch {p.epoch})")
-            return last_valid
         with progress(transient=False) as bar:
             task = bar.add_task("training", total=c["max_steps"] or None, completed=p.step, info="")
             while stop_reason is None:

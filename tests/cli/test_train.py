@@ -210,6 +210,10 @@ def test_inverse_sqrt_schedule_warms_up_then_decays_and_resumes(corpus_dir, tmp_
             logged[record["step"]] = record["lr"]  # the rate of the next update
     expected = {t: 0.004 * min((t + 1) / 4, (4 / (t + 1)) ** 0.5) for t in range(1, 10)}
     assert logged == {t: pytest.approx(v) for t, v in expected.items()}
+    files = {name: (tmp_path / "w" / name).read_bytes() for name in ("config.yaml", "train.jsonl", "last.pt")}
+    r = run(["train", "--save-dir", tmp_path / "w", "--resume", "--lr", 0.5, "--seed", 7])  # (its limit reached)
+    assert "nothing to do: 9 updates done already" in r.stderr
+    assert {name: (tmp_path / "w" / name).read_bytes() for name in files} == files  # (the options not kept)
 
 
 def test_a_single_source_model_trains_on_a_corpus_with_more_streams(tmp_path):
