@@ -325,8 +325,10 @@ def serve(app: FastAPI, host: str, port: int) -> None:
     those in flight are answered, then this returns. A second signal stops at once: the batch being decoded is
     finished, the requests not decoded yet are dropped, and a one-line error counts them; so does one where the server
     could not start."""
+    # (no lifespan: the worker is this thread, stopped below; and a forced stop cancelled the lifespan's task, which
+    # uvicorn then logged as a traceback)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
-                                           timeout_graceful_shutdown=None))
+                                           timeout_graceful_shutdown=None, lifespan="off"))
     batcher = app.state.batcher
 
     def http() -> None:

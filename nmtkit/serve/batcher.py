@@ -75,6 +75,7 @@ class Batcher:
         self._idle = threading.Semaphore(workers)  # decoders free to take a batch
         self.jobs: queue.Queue[Optional[Job]] = queue.Queue(queue_size)
         self.held: deque[Job] = deque()  # taken from the queue while gathering another batch: first next round
+        self._aside = 0  # jobs set aside while the batch being gathered is, before they join the held ones
         self.thread: Optional[threading.Thread] = None  #: the worker's own thread, if :meth:`start` made one
         self.finished = threading.Event()  #: set when the worker has ended
         self.in_flight = 0  #: jobs submitted and not done
@@ -100,8 +101,8 @@ class Batcher:
 
     @property
     def waiting(self) -> int:
-        """Jobs waiting: queued, or set aside while another batch was gathered."""
-        return self.jobs.qsize() + len(self.held)
+        """Jobs waiting: queued, or set aside while another batch is or was gathered."""
+        return self.jobs.qsize() + len(self.held) + self._aside
 
     def submit(self, job: Job) -> None:
         """Queue ``job``, or raise :class:`Full` where ``queue_size`` jobs are :attr:`waiting`."""
@@ -124,8 +125,9 @@ class Batcher:
         :attr:`dropped`); then :meth:`stop` ends the worker at once."""
         self.cancelled = True
 
-    def _drop(self, jobs: list[Optional[Job]]) -> None:
-        """Give ``jobs``, the held ones and those queued :class:`Dropped`."""
+    def _drop(self, given: Sequence[Optional[Job]]) -> None:
+        """Give the ``given`` jobs, the held ones and those queued :class:`Dropped`."""
+        jobs = list(given)
         while True:
             try:
                 jobs.append(self.jobs.get_nowait())
@@ -149,22 +151,18 @@ class Batcher:
         while not stopping or self.held:
             self._idle.acquire()  # (gather only for a decoder that can take the batch at once)
             first = self._next(None)  # (once stopping, only held jobs are left: they come first)
-            if self.cancelled:
-                self._idle.release()
-                self._drop([first])
-                break
             if first is None:
                 stopping = True
                 self._idle.release()
                 continue
-            search = self.stream(first.key) if self.stream else None
+            search = self.stream(first.key) if self.stream and not self.cancelled else None
             if search is not None:
                 stopping = self._stream(first, search, stopping)
                 continue
             batch, count = [first], len(first.lines)
             deadline = time.monotonic() + self.max_wait
             passed: tuple[list[Job], list[Job]] = ([], [])  # jobs that may not share the batch: held, queued
-            while count < self.max_batch and not stopping:
+            while count < self.max_batch and not (stopping or self.cancelled):
                 was_held = bool(self.held)
                 try:
                     job = self._next(deadline - time.monotonic())
@@ -177,9 +175,16 @@ class Batcher:
                     count += len(job.lines)
                 else:
                     passed[not was_held].append(job)
-            # passed held jobs are older than the ones still held, passed queued ones younger
-            self.held.extendleft(reversed(passed[0]))
-            self.held.extend(passed[1])
+                    with self._lock:
+                        self._aside += 1
+            with self._lock:  # passed held jobs are older than the ones still held, passed queued ones younger
+                self.held.extendleft(reversed(passed[0]))
+                self.held.extend(passed[1])
+                self._aside = 0
+            if self.cancelled:  # (a second signal, before or while it was gathered: it is dropped with the rest)
+                self._idle.release()
+                self._drop(batch)
+                break
             if self.workers == 1:
                 self._run(batch, count)
             else:

@@ -306,10 +306,10 @@ def test_serve_decodes_on_the_main_thread_and_returns_on_sigterm_once_requests_a
 
 
 @pytest.mark.parametrize("continuous", [False, True])
-def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder, continuous):
+def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder, continuous, capfd):
     """The batch being decoded (continuous: the search's step) is finished, the requests waiting are dropped (and
     the search's unfinished lines): serve returns with a one-line error counting them, and every answer a client
-    gets is JSON."""
+    gets is JSON; the log holds no traceback."""
     gate, entered = threading.Event(), threading.Event()
     app = make_app({"tiny": decoder}, Limits(max_batch=1, max_wait_ms=0, continuous=continuous), worker_thread=False)
 
@@ -355,6 +355,7 @@ def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder, 
     asker.join(30)
     assert not asker.is_alive() and app.state.batcher.finished.is_set()
     assert answers and all(a.status_code == 503 and "error" in a.json() for a in answers), [a.text for a in answers]
+    assert "Traceback" not in capfd.readouterr().err  # (uvicorn's log)
 
 
 def test_serve_names_the_address_it_cannot_listen_on(decoder):

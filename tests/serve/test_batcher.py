@@ -130,6 +130,30 @@ def test_jobs_set_aside_while_gathering_count_as_waiting():
         batcher.submit(job(["refused"])[0])
 
 
+def test_jobs_passed_over_while_a_batch_is_gathered_count_as_waiting():
+    """(They left the queue: while the batch was gathered, nothing counted them, and a server took any number.)"""
+    import time
+
+    def taken() -> None:  # (the gathering worker takes the jobs from the queue)
+        deadline = time.monotonic() + 10
+        while batcher.jobs.qsize() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    batcher = Batcher(Recorder(), max_batch=8, max_wait=10, queue_size=2).start()
+    first, got, done = job(["a1"])
+    batcher.submit(first)
+    taken()
+    others = [job(["b1"], key="b"), job(["b2"], key="b")]
+    for j, _, _ in others:
+        batcher.submit(j)
+    taken()
+    assert batcher.jobs.qsize() == 0 and batcher.waiting == 2 and not done.is_set()
+    with pytest.raises(Full, match="2 requests are waiting"):
+        batcher.submit(job(["refused"], key="b")[0])
+    batcher.stop(10)  # (ends the gathering)
+    assert got[0][0].texts == ["A1"] and [g[0][0].texts for _, g, _ in others] == [["B1"], ["B2"]]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_cancelling_finishes_the_batch_being_decoded_and_drops_the_rest(workers):
     """(A server's second signal.) Every job is settled, none decoded after the cancel; a job whose answer cannot
@@ -154,6 +178,24 @@ def test_cancelling_finishes_the_batch_being_decoded_and_drops_the_rest(workers)
     assert decoded[0] == [b"first"] and [b"w2", b"x"] not in decoded and got_first[0][0].texts == ["FIRST"]
     assert all(isinstance(got[0], Dropped) for _, got, _ in rest) and batcher.in_flight == 0
     assert batcher.dropped == 2 + ([b"gone"] not in decoded)  # (a second worker may have taken it before the cancel)
+
+
+def test_cancelling_while_a_batch_is_gathered_drops_it_undecoded():
+    """(A server's second signal during --max-wait-ms: the batch was decoded for no one, and not counted.)"""
+    import time
+
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=8, max_wait=10).start()
+    jobs = [job(["a1"]), job(["b1"], key="b")]
+    for j, _, _ in jobs:
+        batcher.submit(j)
+    deadline = time.monotonic() + 10
+    while batcher.jobs.qsize() and time.monotonic() < deadline:  # (the gathering worker has taken both)
+        time.sleep(0.01)
+    batcher.cancel()
+    batcher.stop(10)
+    assert batcher.finished.is_set() and recorder.calls == [] and batcher.dropped == 2
+    assert all(isinstance(got[0], Dropped) for _, got, _ in jobs) and batcher.in_flight == 0
 
 
 def test_with_several_workers_batches_are_decoded_at_once_and_stopping_waits_for_them():
