@@ -25,6 +25,10 @@ class ReadFile(click.Path):
         super().__init__(dir_okay=False, **kwargs)
         self.stdin = stdin
 
+    def convert(self, value, param, ctx):
+        """``-`` as None (the standard input) where the option reads it, else the path."""
+        return None if self.stdin and value == "-" else super().convert(value, param, ctx)
+
 
 class WriteFile(click.Path):
     """A file the command writes (a missing value or ``-``: the standard output); ``stdout=False``: a file that

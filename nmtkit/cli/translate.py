@@ -75,6 +75,11 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     if (attention_layer or attention_head) and not (options["attention_out"] or alignments_path):
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out or --alignments",
                           exit_code=2)
+    if None in input_paths:  # (-i -: the standard input)
+        if len(input_paths) > 1:
+            raise NmtkitError("-i -: the standard input is read as the one input; give the inputs read side by side "
+                              "as files", exit_code=2)
+        input_paths = ()
     if fields and len(input_paths) > 1:
         raise NmtkitError("--fields: the fields come from one input; give one -i FILE (or none: stdin)", exit_code=2)
 

@@ -107,3 +107,15 @@ def test_an_output_that_cannot_be_written_is_one_line(text_dir):
     assert r.returncode == 2 and r.stderr.startswith("error: --output /proc/nmtkit-test/lex.tsv: cannot write in "
                                                     "/proc (")  # (before the alignment is computed)
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_dash_reads_the_standard_input_where_an_option_reads_it(trained_ckpt, text_dir):
+    """(`-i -` said "-: no such file")"""
+    src, ref = text_dir / "test.en", text_dir / "test.de"
+    translated = run(["translate", "-m", trained_ckpt, "-i", src]).stdout
+    assert run(["translate", "-m", trained_ckpt, "-i", "-"], input=src.read_text()).stdout == translated
+    scored = run(["score", "-r", ref, "-i", ref]).stdout
+    assert run(["score", "-r", ref, "-i", "-"], input=ref.read_text()).stdout == scored
+    r = run(["translate", "-m", trained_ckpt, "-i", "-", "-i", src], input=src.read_text(), ok=False)
+    assert r.exit_code == 2 and r.stderr == ("error: -i -: the standard input is read as the one input; give the "
+                                             "inputs read side by side as files\n")
