@@ -187,7 +187,7 @@ class StreamSources:
 
     A line whose inputs are not all usable gives None: with the wrong number of fields (a warning naming the line,
     and its number in ``invalid``), or an input its source cannot use (counted there). An empty input (text, or an
-    image path) is empty: ``translate`` writes an empty line for it.
+    image path) is empty, and so is each input of an empty line: ``translate`` writes an empty line for it.
     """
 
     def __init__(self, sources: Sequence[Source], name: str = "<stdin>"):
@@ -219,6 +219,8 @@ class StreamSources:
     def read(self, index: int, line: Line) -> Optional[Inputs]:
         """Line ``index`` (from 0) as the model's inputs, or None."""
         fields, expected = fields_of(line), self.fields
+        if len(fields) == 1 < len(expected) and not strip_newline(fields[0]).strip():  # (an empty line: empty inputs)
+            fields *= len(expected)
         if expected and len(fields) != len(expected):  # (inputs all from feature rows: lines only count)
             self.wrong_fields.append(index + 1)
             warn(f"{self.name}:{index + 1}: {len(fields)} TAB-separated field(s), expected {len(expected)} "

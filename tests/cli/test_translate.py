@@ -238,6 +238,8 @@ def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_
     assert run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3], input=fields).stdout == out
     (tmp_path / "in.tsv").write_text(fields)
     assert run(["translate", "-m", two_source_ckpt, "--fields", "-i", tmp_path / "in.tsv", "--beam", 3]).stdout == out
+    blank = run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3], input="\n \n" + fields.split("\n")[0] + "\n")
+    assert blank.stdout == f"\n\n{lines[0]}\n" and "warning" not in blank.stderr  # (an empty line: empty inputs)
     swapped = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", a, "--beam", 3]).stdout
     assert swapped != out  # the second input counts
     with AttentionFile(tmp_path / "a.h5") as f:
