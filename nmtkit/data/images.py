@@ -168,6 +168,10 @@ def load_features(path: PathLike, option: str, count: Optional[int] = None) -> n
             with h5py.File(path, "r") as f:
                 array = f["features"][()]
         else:
+            with open(path, "rb") as f:
+                if f.read(6) != b"\x93NUMPY":  # (numpy would take it for pickled objects, and say so)
+                    raise NmtkitError(f"{option}: not a NumPy .npy file (nor HDF5, {FEATURE_SUFFIXES[1]} or "
+                                      f"{FEATURE_SUFFIXES[2]}, with a dataset 'features')", exit_code=2)
             array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, KeyError, ValueError) as e:
         raise NmtkitError(f"{option}: cannot read ({str(e).splitlines()[0]})", exit_code=2) from None

@@ -272,6 +272,9 @@ def check_input_count(loaded, count: int, option: str, alternative: str = "", fe
     """One ``option`` FILE per model input (per text input with ``features``, the feature input's rows being given):
     ``count`` of them, else a one-line error naming the inputs (``alternative``: another way to give them)."""
     inputs = read_inputs(loaded, features)
+    if count and not inputs:
+        raise NmtkitError(f"{option}: this {loaded.config['arch']} model reads {', '.join(loaded.model.inputs)} alone, "
+                          f"from the features file; give no other {option} (got {count})", exit_code=2)
     if count != len(inputs):
         raise NmtkitError(f"{option}: this {loaded.config['arch']} model reads {len(inputs)} input(s), "
                           f"{', '.join(inputs)}: give one {option} FILE for each, in this order{alternative} "

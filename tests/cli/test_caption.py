@@ -193,3 +193,10 @@ def test_precomputed_features_are_captioned_and_scored_row_by_row(tmp_path):
     ppl = run(["score", "--metric", "ppl", "-m", model, "--src", tmp_path / "test.npy", "--tab-refs",
                "-r", tmp_path / "corpus" / "test.en", "--score-only"]).stdout
     assert float(ppl) > 1
+    r = run(["score", "--metric", "ppl", "-m", model, "--src", tmp_path / "test.npy", "--src", tmp_path / "test.txt",
+             "--tab-refs", "-r", tmp_path / "corpus" / "test.en"], ok=False)
+    assert r.exit_code == 2 and r.stderr == ("error: --src: this show-attend-tell model reads image alone, from the "
+                                             "features file; give no other --src (got 1)\n")
+    r = run(["caption", "-m", model, "--features", tmp_path / "test.txt"], ok=False)  # (numpy took it for a pickle)
+    assert r.exit_code == 2 and r.stderr == (f"error: --features {tmp_path / 'test.txt'}: not a NumPy .npy file (nor "
+                                             "HDF5, .h5 or .hdf5, with a dataset 'features')\n")
