@@ -77,7 +77,7 @@ def command(ref_paths, systems, metrics, tokenize, lowercase, samples, trials, s
     if len(given) < 2:
         raise NmtkitError("--sys: give at least two systems (the first is the baseline)", exit_code=2)
     references = [read_lines(check_readable(r, stream=True)) for r in ref_paths]
-    outputs = {name: [(path, read_lines(check_readable(path, allow_empty=True))) for path in files]
+    outputs = {name: [(path, read_lines(check_readable(path, allow_empty=True, stream=True))) for path in files]
                for name, files in given.items()}
     for name, files in outputs.items():
         for path, lines in files:

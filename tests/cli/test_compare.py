@@ -35,11 +35,13 @@ def test_a_table_per_metric_with_intervals_p_values_and_significance_marks(outpu
     assert rows["good"][4].endswith("*") and not rows["other"][4].endswith("*")
 
 
-def test_the_reference_may_be_a_pipe(outputs):
+def test_the_reference_and_the_outputs_may_be_pipes(outputs):
     d = outputs
     args = ["--sys", f"base={d / 'base'}", "--sys", f"other={d / 'other'}", "--bootstrap", 50, "--trials", 50]
     expected = run(["compare", "-r", d / "ref", *args]).stdout
     assert run(["compare", "-r", pipe(d / "pref", "\n".join(REF) + "\n"), *args]).stdout == expected
+    piped = ["--sys", f"base={pipe(d / 'pbase', (d / 'base').read_text())}", *args[2:]]
+    assert run(["compare", "-r", d / "ref", *piped]).stdout == expected.replace(str(d / "base"), str(d / "pbase"))
 
 
 def test_seeds_json_csv_and_plot(outputs, monkeypatch):
