@@ -299,7 +299,7 @@ class Trainer:
         last_valid: dict = {}
         stop_reason = None
         self._wall_start, self._wall_base = time.perf_counter(), p.wall
-        done = self._stop_reason(budget)
+        done = self._stop_reason(budget, start=True)
         if done:  # a resumed run that had already finished: not one more update or validation, its files as they are
             if self.dist.is_main:
                 log(f"nothing to do: {done} already ({p.step} updates, epoch {p.epoch})")
@@ -366,25 +366,27 @@ class Trainer:
             log(f"stopped: {stop_reason}; {p.step} updates, best {c['decay_metric']} {self.stopping.best}")
         return last_valid
 
-    def _stop_reason(self, budget: float) -> Optional[str]:
+    def _stop_reason(self, budget: float, start: bool = False) -> Optional[str]:
+        """Why training stops here, if it does (``start``: before the first update of this run)."""
         c, p = self.config, self.progress
         self._clock()
         if c["max_steps"] and p.step >= c["max_steps"]:
             return f"{c['max_steps']} updates done"
-        if self._time_up(budget):
+        if self._time_up(budget, start):
             return f"{c['max_time']:g} minutes of training done"
         if c["max_epochs"] and p.epoch > c["max_epochs"]:
             return f"{c['max_epochs']} epochs done"
         return None
 
-    def _time_up(self, budget: float) -> bool:
+    def _time_up(self, budget: float, start: bool = False) -> bool:
         """Whether ``--max-time`` is spent. The processes of a distributed run take the first's clock, read at the
-        updates it logs (every ``--log-every``, the same on every process), so that all stop at one update: each
-        by its own, one would validate while another waited in the next update's exchange of gradients."""
+        updates it logs (every ``--log-every``, the same on every process) and at the ``start``, so that all stop at
+        one update: each by its own, one would validate while another waited in the next update's exchange of
+        gradients."""
         if not self.dist.enabled or budget == math.inf:
             return self.progress.wall >= budget
-        return self.progress.step % self.config["log_every"] == 0 and broadcast(self.progress.wall >= budget,
-                                                                                self.dist)
+        return (start or self.progress.step % self.config["log_every"] == 0) and broadcast(
+            self.progress.wall >= budget, self.dist)
 
     def _log_train(self, bar, task) -> None:
         """Log the loss over the updates since the last log (a window a checkpoint keeps, so that a resumed

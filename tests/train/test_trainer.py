@@ -148,6 +148,8 @@ def test_the_processes_of_a_distributed_run_stop_at_the_first_s_clock(reverse_co
         reasons.append(trainer._stop_reason(600.0))
     assert reasons == [None] * 4 + ["10 minutes of training done"] + [None] * 4 + ["10 minutes of training done"]
     assert asked == [False, False]  # (this process' own reading, sent and overruled)
+    trainer.progress.step = 7  # a run resumed at an update that is not logged: its clock is read before the first
+    assert trainer._stop_reason(600.0, start=True) == "10 minutes of training done" and asked == [False] * 3
 
 
 def test_parameters_that_are_not_finite_are_never_saved(reverse_corpus, tmp_path):
