@@ -5,9 +5,9 @@
 # Usage: recipes/demo.sh [--dry-run] [--gpus N] [WORKDIR]   (default WORKDIR ./nmtkit-demo)
 #   --dry-run  prints each step's command and runs none (creates nothing)
 #   --gpus N   trains under 'torchrun --nproc-per-node N -m nmtkit train' (one process per GPU)
-# Unlike the paper recipes, the demo starts afresh on each run: WORKDIR is made anew with recipes/lib.sh's fresh, so
-# the folder of an earlier demo (it holds the marker .nmtkit-workdir) or an empty one is replaced, and any other
-# folder is refused in one line, nothing deleted. It has no inputs.
+# Unlike the paper recipes, the demo starts afresh on each run: in the folder of an earlier demo (it holds the marker
+# .nmtkit-workdir) what the demo makes is replaced (text, data, model, test.hyp.de; anything else there is kept), an
+# empty folder is used, and any other folder is refused in one line, nothing deleted. It has no inputs.
 # Settings: DEMO_MINUTES (default 1.5), the training time; DEVICE (auto).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -16,7 +16,7 @@ afresh=1  # (WORKDIR is made anew below, not resumed)
 options nmtkit-demo "$@"
 minutes=${DEMO_MINUTES:-1.5}
 
-fresh "$work"
+fresh "$work" text data model test.hyp.de  # (what else the folder holds is the user's, and stays)
 stage "1. a corpus of numbers"
 step nmtkit demo-corpus "$work/text"
 stage "2. preprocess"

@@ -165,8 +165,10 @@ held_lock() {  # held_lock DIR: prints the first .lock under DIR that a process 
   done < <(find "$1" -name .lock -type f 2> /dev/null)
 }
 
-fresh() {  # fresh DIR: DIR made anew, empty but for the marker; an existing DIR only if the marker says it is ours
-  local dir=${1%/} why="" lock
+fresh() {  # fresh DIR [NAME...]: DIR made anew for this script, an existing DIR only if the marker says it is ours;
+  # of such a DIR, only the NAMEs this script makes are removed (no NAME: all it holds), the marker last of all
+  local dir=${1%/} why="" lock entry
+  shift
   if [ -e "$dir" ] || [ -L "$dir" ]; then
     if [ ! -d "$dir" ]; then why="exists and is not a folder; remove it yourself"
     elif [ ! -e "$dir/$workdir_marker" ] && [ -n "$(ls -A "$dir")" ]; then
@@ -178,7 +180,12 @@ fresh() {  # fresh DIR: DIR made anew, empty but for the marker; an existing DIR
     [ -z "$why" ] || { echo "error: $dir: $why or choose another folder" >&2; exit 2; }
   fi
   step mkdir -p "$dir"
-  step find "$dir/" -mindepth 1 -delete  # (the folder a link names, if DIR is one)
+  [ $# -gt 0 ] || set -- "$dir"/* "$dir"/.[!.]* "$dir"/..?*  # (no NAME: all it holds, the folder a link names)
+  for entry; do
+    entry=$dir/${entry##*/}
+    [ "${entry##*/}" != "$workdir_marker" ] || continue  # (kept: a stop halfway leaves the folder ours)
+    if [ -e "$entry" ] || [ -L "$entry" ]; then step find "$entry" -delete; fi
+  done
   step touch "$dir/$workdir_marker"
 }
 

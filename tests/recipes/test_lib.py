@@ -36,6 +36,19 @@ def test_into_writes_atomically_skips_what_exists_and_leaves_nothing_when_the_co
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [".nmtkit-recipe", "a"]
 
 
+def test_fresh_clears_a_folder_it_made_but_its_marker_or_only_the_names_given(tmp_path):
+    work = tmp_path / "f"
+    (work / ".hidden").mkdir(parents=True)
+    for name in (".nmtkit-workdir", "a b", "..x", "keep"):
+        (work / name).write_text("")
+    r = script(tmp_path, f'fresh "{work}" "a b" gone')
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["..x", ".hidden", ".nmtkit-workdir", "keep"]
+    r = script(tmp_path, f'fresh "{work}"')  # (the marker is never removed: a stop halfway leaves the folder ours)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in work.iterdir()) == [".nmtkit-workdir"]
+
+
 def test_options(tmp_path):
     r = script(tmp_path, 'echo "$dry $gpus ${launcher[*]} $work"', "--gpus", "2", "elsewhere")
     assert r.stdout == "0 2 torchrun --nproc-per-node 2 -m nmtkit elsewhere\n"

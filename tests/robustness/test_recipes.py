@@ -112,9 +112,12 @@ def test_the_demo_takes_over_an_empty_folder_and_replaces_the_one_it_made(tmp_pa
         "demo-corpus", "preprocess", "train", "translate"]
     (work / "text").mkdir()
     (work / "text" / "train.en").write_text("an earlier run's\n")
-    r = run_with(DEMO, str(work), cwd=tmp_path, **env)  # as `make demo` twice: the folder it made is replaced
+    (work / "test.hyp.de").write_text("an earlier run's\n")
+    (work / "notes.txt").write_text("mine\n")  # (put there by the user: not the demo's to remove)
+    (work / "my corpus").mkdir()
+    r = run_with(DEMO, str(work), cwd=tmp_path, **env)  # as `make demo` twice: what it made is replaced
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in work.iterdir()) == [MARKER]
+    assert sorted(p.name for p in work.iterdir()) == [MARKER, "my corpus", "notes.txt"]
 
 
 def test_a_folder_that_a_process_trains_in_is_not_cleared(tmp_path):
