@@ -1,6 +1,7 @@
 """recipes/lib.sh, the machinery the recipes share, on its own: each test sources it in a small script."""
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 
 LIB = Path(__file__).parents[2] / "recipes" / "lib.sh"
@@ -81,6 +82,15 @@ def test_fetch_downloads_once_through_a_part_file_and_refuses_a_bad_download(tmp
     assert sorted(p.name for p in (tmp_path / "w" / "downloads").iterdir()) == ["a.txt"]
     r = script(tmp_path, "stage s\nfetch /no/such/file")
     assert r.returncode == 1 and r.stderr.splitlines()[-1] == "error: step s failed: /no/such/file: no such file or folder"
+    with zipfile.ZipFile(served / "c.zip", "w") as z:
+        z.writestr("data.json", "x" * 1000)
+    damaged = bytearray((served / "c.zip").read_bytes())
+    damaged[100] ^= 0xFF  # (a member's bytes: the archive lists it, its CRC fails)
+    (served / "c.zip").write_bytes(damaged)
+    r = script(tmp_path, "stage s\nfetch https://x.org/c.zip", DOWNLOADER=str(get))
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == ("error: step s failed: https://x.org/c.zip: not a "
+                                                               "readable zip archive (removed; run again to fetch it again)")
+    assert not (tmp_path / "w" / "downloads" / "c.zip").exists()
 
 
 def test_train_resumes_a_stopped_run_without_its_warm_start_and_skips_a_finished_one(tmp_path):
