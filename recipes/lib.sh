@@ -310,8 +310,10 @@ for line in open(path, encoding="utf-8"):
 translate_unk_score() {  # translate_unk_score NAME MODEL SRC REF DICT OUT SCORES (see the header)
   local name=$1 model=$2 src=$3 ref=$4 dict=$5 out=$6 scores=$7 ext hyp
   ext=${ref##*.}
-  [ -e "$out/$name.test.$ext" ] || step nmtkit translate -m "$model" --beam "${BEAM:-12}" --device "$device" \
-    --attention-out "$out/$name.att.h5" -i "$src" -o "$out/$name.test.$ext"
+  if [ ! -e "$out/$name.test.$ext" ] || [ ! -e "$out/$name.att.h5" ]; then
+    step nmtkit translate -m "$model" --beam "${BEAM:-12}" --device "$device" \
+      --attention-out "$out/$name.att.h5" -i "$src" -o "$out/$name.test.$ext"
+  fi
   into "$out/$name.test.unk.$ext" nmtkit replace-unk --src "$src" --attention "$out/$name.att.h5" --dict "$dict" \
     -i "$out/$name.test.$ext"
   for hyp in test test.unk; do

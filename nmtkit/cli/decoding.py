@@ -251,8 +251,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
                         links.write(result.alignments[0] + "\n")
                     if not output_path:
                         out.flush()
-            if writer:
-                writer.close()
+                if writer:  # (before the output is in place: an output there always has its attention file)
+                    writer.close()
         except BaseException:
             if writer:
                 writer.abort()

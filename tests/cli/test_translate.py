@@ -74,6 +74,25 @@ def test_attention_out(trained_ckpt, tmp_path):
         assert " ".join(f[2]["tgt_tokens"][:-1]) == r.stdout.splitlines()[2]
 
 
+def test_an_output_in_place_always_has_its_attention_file(trained_ckpt, tmp_path, monkeypatch):
+    """The attention file is finished first: a stop between the two leaves no -o without it (a recipe takes an
+    output that is there for done, and went on to read an attention file that was not)."""
+    import os
+
+    replace = os.replace
+
+    def stopped(src, dst):  # (the output's rename fails, where a kill could come too)
+        if str(dst) == str(tmp_path / "out.de"):
+            raise OSError(28, "No space left on device")
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", stopped)
+    r = run(["translate", "-m", trained_ckpt, "-o", tmp_path / "out.de", "--attention-out", tmp_path / "a.h5"],
+            input="one\n", ok=False)
+    assert r.stderr == f"error: no space left on device while writing {tmp_path / 'out.de'}\n"
+    assert not (tmp_path / "out.de").exists() and (tmp_path / "a.h5").exists()
+
+
 def test_two_pass_bitatt_translation_writes_target_attention(corpus_dir, trained_ckpt, tmp_path):
     """bitatt-rnn warm-started from rnnsearch, trained briefly, then translated through the same command."""
     run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "bi", *TINY_MODEL, "--arch", "bitatt-rnn",
