@@ -189,9 +189,24 @@ class Trainer:
         restore_rng(ckpt["rng"])
         if self.dist.is_main:
             self._warn_of_a_new_batch_order(ckpt["config"])
+            self._best_of_last()
             log(f"resuming from {path}: step {self.progress.step}, epoch {self.progress.epoch}, "
                 f"lr {self.schedule.lr:.3g}" + (f" (--lr {self.config['lr']:.3g} given; the run had --lr {run_lr:.3g}"
                                                  f" and was at {reached:.3g})" if changed else ""))
+
+    def _best_of_last(self) -> None:
+        """best.pt written from the resumed last.pt where the run stopped between the two at a new best (last.pt is
+        saved first): best.pt was missing, or an earlier best."""
+        best = self.save_dir / "best.pt"
+        if self.stopping.best_step is None or self.stopping.best_step != self.progress.step:
+            return
+        try:
+            if torch.load(best, map_location="cpu", mmap=True, weights_only=True)["progress"]["step"] == self.progress.step:
+                return
+        except Exception:  # (missing, or unreadable: written anew, from the model it is to hold)
+            pass
+        self._save("best.pt")
+        log(f"wrote {best}: the run stopped before it at its best validation (step {self.progress.step})")
 
     def _warn_of_a_new_batch_order(self, run: dict) -> None:
         """Resumed in the middle of an epoch with options that order its batches otherwise than the run's (``run``:
@@ -428,7 +443,7 @@ class Trainer:
             result = self.validate()
             self._clock()  # (the validation's time counted in the run's, as saved)
             value = result[self.config["decay_metric"]]
-            improved, stop = self.stopping.update(value)
+            improved, stop = self.stopping.update(value, self.progress.step)
             self.schedule.on_validation(value)
             result.update(lr=self.schedule.lr, best=improved, stop=stop or final, elapsed_s=round(self.progress.elapsed, 2),
                           wall_s=round(self.progress.wall, 2))
@@ -436,9 +451,9 @@ class Trainer:
             scores = " | ".join(f"{LABELS[m]} {result[m]:.2f}" for m in ("ppl", *VALIDATION_METRICS))
             log(f"validation at step {result['step']}: {scores}" + (" | new best" if improved else "")
                 + f" | lr {self.schedule.lr:.3g}")
+            self._save("last.pt")  # (first: a stop before best.pt is written leaves a run to resume, which writes it)
             if improved:
                 self._save("best.pt")
-            self._save("last.pt")
             self._keep_checkpoint()
         result = broadcast(result, self.dist)
         self.schedule.lr = result["lr"]

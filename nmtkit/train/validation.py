@@ -26,21 +26,22 @@ class EarlyStopping:
     patience: int = 10
     best: Optional[float] = None
     bad: int = 0
+    best_step: Optional[int] = None  #: the update of the best validation (None: not known, as in older checkpoints)
 
-    def update(self, value: float) -> tuple[bool, bool]:
-        """Record a validation result; return (is_new_best, should_stop)."""
+    def update(self, value: float, step: Optional[int] = None) -> tuple[bool, bool]:
+        """Record a validation result (of update ``step``); return (is_new_best, should_stop)."""
         improved = is_better(self.metric, value, self.best)
         if improved:
-            self.best, self.bad = value, 0
+            self.best, self.bad, self.best_step = value, 0, step
         else:
             self.bad += 1
         return improved, self.patience > 0 and self.bad >= self.patience
 
     def state(self) -> dict:
-        return {"best": self.best, "bad": self.bad}
+        return {"best": self.best, "bad": self.bad, "best_step": self.best_step}
 
     def load_state(self, state: dict) -> None:
-        self.best, self.bad = state["best"], state["bad"]
+        self.best, self.bad, self.best_step = state["best"], state["bad"], state.get("best_step")
 
 
 def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device) -> dict:

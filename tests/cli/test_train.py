@@ -5,7 +5,7 @@ import pytest
 import torch
 import yaml
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
 from nmtkit.data.preprocess import VocabSpec, preprocess
 from nmtkit.search.attention_file import AttentionFile
 from tests.conftest import TINY_MODEL, run
@@ -292,6 +292,25 @@ def test_resume_removes_temporary_checkpoints_of_a_killed_run(corpus_dir, tmp_pa
     r = run([*args, "--resume", "--max-steps", 2])
     assert "removed 1 temporary checkpoint file(s) of the killed run" in r.stderr
     assert not list(save.glob("*.tmp")) and not list(save.glob(".*.tmp"))
+
+
+def test_a_run_stopped_before_its_best_checkpoint_was_written_writes_it_at_resume(corpus_dir, tmp_path):
+    """last.pt is saved first: a stop before best.pt leaves a run to resume (best.pt first left one without last.pt,
+    which train refuses), and the resume writes best.pt from it, missing or an earlier best's."""
+    save = tmp_path / "b"
+    args = ["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--valid-every", 2, "--valid-max-sentences",
+            2, "--max-steps", 2]
+    run(args)  # (one validation: a new best)
+    assert load_checkpoint(save / "last.pt")["stopping"]["best_step"] == 2
+    (save / "best.pt").unlink()  # as a stop between the two saves leaves it
+    r = run([*args, "--resume"])
+    assert f"wrote {save / 'best.pt'}: the run stopped before it at its best validation (step 2)" in r.stderr
+    assert load_checkpoint(save / "best.pt")["progress"]["step"] == 2
+    earlier = load_checkpoint(save / "best.pt")
+    earlier["progress"]["step"] = 1  # (an earlier best's, as a stop at a later new best leaves it)
+    save_checkpoint(save / "best.pt", earlier)
+    assert "wrote" in run([*args, "--resume"]).stderr and load_checkpoint(save / "best.pt")["progress"]["step"] == 2
+    assert "wrote" not in run([*args, "--resume"]).stderr  # (in place: left as it is)
 
 
 def test_resume_mid_epoch_with_another_batch_order_warns(corpus_dir, tmp_path):

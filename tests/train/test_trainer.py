@@ -420,3 +420,14 @@ def test_compile_runs_the_forward_pass_through_torch_compile_and_saves_the_plain
         assert compiled == [] and "--compile: rnnsearch would be compiled again" in capsys.readouterr().err
     saved = torch.load(tmp_path / "last.pt", weights_only=True)["model"]
     assert saved.keys() == trainer.model.state_dict().keys() and not any("_orig_mod" in k for k in saved)
+
+
+def test_last_pt_is_saved_before_best_pt(reverse_corpus, tmp_path, monkeypatch):
+    """(A stop between the two then leaves a run to resume, which writes best.pt; the other way round it left
+    best.pt without last.pt, a folder train refuses to start in.)"""
+    saved = []
+    save = Trainer._save
+    monkeypatch.setattr(Trainer, "_save", lambda self, name: (saved.append(name), save(self, name))[1])
+    Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
+                   valid_max_sentences=2)).train()
+    assert saved == ["last.pt", "best.pt"]
