@@ -360,7 +360,7 @@ class Trainer:
                             self._log_train(bar, task)
                         stop_reason = self._stop_reason(budget)
                         if p.step % c["valid_every"] == 0 or stop_reason:
-                            last_valid = self._validate_and_save(final=bool(stop_reason))
+                            last_valid = self._validate_and_save()
                             if last_valid.get("stop"):
                                 stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
                         elif c["save_every"] and p.step % c["save_every"] == 0:
@@ -375,7 +375,7 @@ class Trainer:
                                 f"{c['max_len']} tokens")
                         stop_reason = self._stop_reason(budget)
                         if stop_reason:
-                            last_valid = self._validate_and_save(final=True)
+                            last_valid = self._validate_and_save()
         self.profiler.close()
         if self.dist.is_main:
             log(f"stopped: {stop_reason}; {p.step} updates, best {c['decay_metric']} {self.stopping.best}")
@@ -435,9 +435,7 @@ class Trainer:
         """The run's wall time so far, into its progress (what ``--max-time`` counts, across resumes)."""
         self.progress.wall = self._wall_base + time.perf_counter() - self._wall_start
 
-    def _validate_and_save(self, final: bool = False) -> dict:
-        """Validate, log it and save the checkpoints; ``final``: training stops after it whatever the result (a
-        limit reached), as its record says."""
+    def _validate_and_save(self) -> dict:
         result = None
         if self.dist.is_main:
             result = self.validate()
@@ -445,7 +443,7 @@ class Trainer:
             value = result[self.config["decay_metric"]]
             improved, stop = self.stopping.update(value, self.progress.step)
             self.schedule.on_validation(value)
-            result.update(lr=self.schedule.lr, best=improved, stop=stop or final, elapsed_s=round(self.progress.elapsed, 2),
+            result.update(lr=self.schedule.lr, best=improved, stop=stop, elapsed_s=round(self.progress.elapsed, 2),
                           wall_s=round(self.progress.wall, 2))
             self.run_log.append(result)
             scores = " | ".join(f"{LABELS[m]} {result[m]:.2f}" for m in ("ppl", *VALIDATION_METRICS))
