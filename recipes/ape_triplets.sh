@@ -88,9 +88,9 @@ done
 [ "$dry" = 1 ] && exit 0
 
 echo "== do nothing (the MT output as it is) against the post-edits"
-for split in dev test; do
-  printf '%-5s HTER %s  BLEU %s\n' "$split" \
-    "$(nmtkit score --metric ter -r "$work/triplets/$split.pe" -i "$work/triplets/$split.mt" --score-only)" \
-    "$(nmtkit score --metric bleu --tokenize none -r "$work/triplets/$split.pe" -i "$work/triplets/$split.mt" \
-       --score-only)"
+for split in dev test; do  # (each score apart: a failing command substitution in printf's arguments stops nothing)
+  hter=$(nmtkit score --metric ter -r "$work/triplets/$split.pe" -i "$work/triplets/$split.mt" --score-only)
+  bleu=$(nmtkit score --metric bleu --tokenize none -r "$work/triplets/$split.pe" -i "$work/triplets/$split.mt" \
+    --score-only)
+  printf '%-5s HTER %s  BLEU %s\n' "$split" "$hter" "$bleu"
 done

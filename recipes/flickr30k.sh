@@ -31,8 +31,8 @@ splits_in=${KARPATHY_SPLITS:-https://cs.stanford.edu/people/karpathy/deepimagese
 weights_in=${VGG16_WEIGHTS:-https://download.pytorch.org/models/vgg16-397923af.pth}
 read -r -a sizes <<< "${SIZES:---emb-size 512 --dec-size 512}"
 
-needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
 if [ ! -f "$work/data/manifest.json" ]; then  # the data is needed for the features and corpus only
+  needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
   input FLICKR30K_IMAGES "$images_in"
   input KARPATHY_SPLITS "$splits_in"
   input VGG16_WEIGHTS "$weights_in"

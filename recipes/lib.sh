@@ -208,9 +208,14 @@ into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomicall
   mv "$out.part" "$out"
 }
 
+url_name() {  # url_name URL: the file name a URL ends with, without its query or fragment (?sequence=3&isAllowed=y)
+  local path=${1%%[?#]*}
+  basename "$path"
+}
+
 check() {  # check FILE URL: a download is not empty, unpacks, matches its checksum; else removed, and we stop
   local why="" name hash
-  name=$(basename "$2")
+  name=$(url_name "$2")
   if [ ! -s "$1" ]; then why="the download is empty"
   else
     case $name in
@@ -236,7 +241,7 @@ fetch() {  # fetch SRC [NAME]: a local path as it is, a URL downloaded once into
   case $1 in
   http://*|https://*)
     local dest
-    dest=$downloads/${2:-$(basename "$1")}
+    dest=$downloads/${2:-$(url_name "$1")}
     if [ ! -e "$dest" ]; then
       [ -d "$downloads" ] || step mkdir -p "$downloads" >&2
       # shellcheck disable=SC2086  # DOWNLOADER is a command with its options

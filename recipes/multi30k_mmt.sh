@@ -69,12 +69,12 @@ flags() {  # flags NAME: the options of the system NAME
 text=$work/text
 declare -A official=([train]=train [val]=val [test]=test_2016_flickr)
 declare -A count=([train]=29000 [val]=1014 [test]=1000)
-needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
 for split in train val test; do  # the Multi30k files of the text not made yet
   [ -e "$text/$split.en" ] && [ -e "$text/$split.de" ] && [ -e "$text/$split.img" ] && continue
   input MULTI30K "$multi30k/raw/${official[$split]}".{en,de}.gz "$multi30k/image_splits/${official[$split]}.txt"
 done
 if [ ! -f "$work/data/manifest.json" ]; then  # the images and weights are needed for the features only
+  needed "$images_in" "FLICKR30K_IMAGES: give flickr30k-images.tar.gz or the folder of the images (see the header)"
   input FLICKR30K_IMAGES "$images_in"
   input VGG16_WEIGHTS "$weights_in"
 fi

@@ -31,15 +31,21 @@ options nist-zhen "$@"
 train_in=${NIST_TRAIN:-}
 nist=${NIST_TEST:-}
 licensed="licensed by the LDC, so given as local files (see the header)"
-needed "$train_in" "NIST_TRAIN: the prefix of the training text, PREFIX.zh and PREFIX.en: $licensed"
-needed "$nist" "NIST_TEST: the folder of the NIST02-06 sets, nist02.zh, nist02.en0 .. en3, ...: $licensed"
-[ -z "$train_in" ] || input NIST_TRAIN "$train_in".{zh,en}
-[ -z "$nist" ] || input NIST_TEST "$nist"/nist0{2,3,4,5,6}.{zh,en0,en1,en2,en3}
+text=$work/text refs=$work/refs
+made=1  # (the LDC files are read for the text alone: a run that made it goes on without them)
+for file in "$text"/{train,dev}.{zh,en} "$text"/nist0{3,4,5,6}.zh "$refs"/nist0{3,4,5,6}.ref{0,1,2,3}; do
+  [ -e "$file" ] || made=0
+done
+if [ "$made" = 0 ]; then
+  needed "$train_in" "NIST_TRAIN: the prefix of the training text, PREFIX.zh and PREFIX.en: $licensed"
+  needed "$nist" "NIST_TEST: the folder of the NIST02-06 sets, nist02.zh, nist02.en0 .. en3, ...: $licensed"
+  [ -z "$train_in" ] || input NIST_TRAIN "$train_in".{zh,en}
+  [ -z "$nist" ] || input NIST_TEST "$nist"/nist0{2,3,4,5,6}.{zh,en0,en1,en2,en3}
+fi
 inputs_found
 needs_python sacremoses "sacremoses (Moses' tokenizer) is not installed: pip install 'nmtkit[recipes]'"
 
 stage "1. data: the LDC training text, NIST02 (dev), NIST03-06; English tokenised"
-text=$work/text refs=$work/refs
 for dir in "$text" "$refs"; do [ -d "$dir" ] || step mkdir -p "$dir"; done
 into "$text/train.zh" cat "$train_in.zh"
 into "$text/train.en" moses tokenize en "$train_in.en"

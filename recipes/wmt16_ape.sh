@@ -58,14 +58,15 @@ flags() {  # flags NAME: the options of Table 1's row NAME
   echo "${f[@]}"
 }
 
-needed "$data_in" "WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
-TrainDev.zip Test.zip test_pe.zip; see the header)"
-
 text=$work/text
 have_text=1
 for split in train dev test; do for ext in src mt pe; do [ -f "$text/$split.$ext" ] || have_text=0; done; done
 read -r -a items <<< "$data_in"
-[ "$have_text" = 1 ] || input WMT16_APE "${items[@]}"
+if [ "$have_text" = 0 ]; then  # (the data is read for the text alone: a run that made it goes on without it)
+  needed "$data_in" "WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
+TrainDev.zip Test.zip test_pe.zip; see the header)"
+  input WMT16_APE "${items[@]}"
+fi
 inputs_found
 
 stage "1. data"

@@ -113,3 +113,16 @@ def test_a_corpus_folder_is_needed(tmp_path):
                                                            "folder" for name in ("train.de", "dev.en", "dev.de",
                                                                                  "test.en", "test.de")]
     assert not (tmp_path / "w").exists()
+
+
+def test_a_score_that_fails_stops_the_recipe(built, tmp_path):
+    """(a failing `nmtkit score` inside printf's arguments printed a blank score, and the recipe exited 0)"""
+    import shutil
+
+    corpus, work, _ = built
+    copy = tmp_path / "w"
+    shutil.copytree(work, copy)
+    pe = copy / "triplets" / "dev.pe"
+    pe.write_text("".join(pe.read_text().splitlines(keepends=True)[:-1]))  # a line short of the MT output
+    r = recipe(corpus, copy)
+    assert r.returncode == 1 and "has 6 lines but reference" in r.stderr and "HTER  " not in r.stdout

@@ -93,6 +93,18 @@ def test_fetch_downloads_once_through_a_part_file_and_refuses_a_bad_download(tmp
     assert not (tmp_path / "w" / "downloads" / "c.zip").exists()
 
 
+def test_a_url_with_a_query_is_downloaded_under_its_file_name(tmp_path):
+    """(LINDAT's links end ?sequence=3&isAllowed=y: the query was kept in the name, so the zip was not checked, nor
+    unpacked as one)"""
+    with zipfile.ZipFile(tmp_path / "TrainDev.zip", "w") as z:
+        z.writestr("train.src", "a\n")
+    get = tmp_path / "get.sh"
+    get.write_text(f'#!/bin/sh\nurl=${{2%%\\?*}}\ncp "{tmp_path}/${{url##*/}}" "$1"\n')
+    get.chmod(0o755)
+    r = script(tmp_path, "fetch 'https://x.org/handle/TrainDev.zip?sequence=3&isAllowed=y'", DOWNLOADER=str(get))
+    assert r.returncode == 0 and r.stdout == f"{tmp_path}/w/downloads/TrainDev.zip\n", r.stderr
+
+
 def test_train_resumes_a_stopped_run_without_its_warm_start_and_skips_a_finished_one(tmp_path):
     model = tmp_path / "w" / "m"
     body = 'train "$work/m" --data d --init-from base.pt --init-lr --lr 1 --init-optimizer'

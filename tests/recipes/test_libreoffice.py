@@ -135,6 +135,17 @@ def test_the_packages_from_a_local_folder_and_a_failed_step_stops_with_one_line(
     assert not (tmp_path / "v").exists()
 
 
+def test_the_newest_package_of_a_local_folder_is_taken(mirror, tmp_path):
+    """(sorted as text, deb12u9 came after deb12u14)"""
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    for version in (9, 14):
+        for lang in ("en-us", "de"):
+            (debs / f"libreoffice-help-{lang}_4%3a7.4.7-1+deb12u{version}_all.deb").write_bytes(b"")
+    r = recipe(mirror, tmp_path / "w", "--dry-run", LO_DEBS=str(debs))
+    assert r.returncode == 0 and "deb12u14_all.deb" in r.stdout and "deb12u9" not in r.stdout, r.stderr
+
+
 @pytest.mark.parametrize("fault", ["missing", "corrupt"])
 def test_a_missing_or_corrupt_download_stops_with_one_line(mirror, tmp_path, fault):
     name = Path(URLS[1]).name

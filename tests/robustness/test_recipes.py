@@ -281,3 +281,26 @@ def test_the_demo_follows_the_conventions_of_every_recipe(tmp_path):
     assert not work.exists()
     r = run_recipe(DEMO, work, "-h")
     assert r.returncode == 0 and r.stdout.startswith("usage: recipes/demo.sh [--dry-run] [--gpus N] [WORKDIR]")
+
+
+@pytest.mark.parametrize("script, made", [
+    ("flickr30k.sh", ["data/manifest.json"]),
+    ("multi30k_mmt.sh", ["data/manifest.json", *(f"text/{s}.{e}" for s in ("train", "val", "test")
+                                                  for e in ("en", "de", "img"))]),
+    ("wmt16_ape.sh", [f"text/{s}.{e}" for s in ("train", "dev", "test") for e in ("src", "mt", "pe")]),
+    ("nist_zhen.sh", [*(f"text/{s}.{e}" for s in ("train", "dev") for e in ("zh", "en")),
+                      *(f"text/nist0{k}.zh" for k in range(3, 7)),
+                      *(f"refs/nist0{k}.ref{i}" for k in range(3, 7) for i in range(4))]),
+])
+def test_a_run_that_made_its_data_goes_on_without_the_inputs_only_that_step_reads(tmp_path, script, made):
+    """(docs/recipes.md: inputs that only an already-finished step would read are not needed; the images, the APE
+    data and the LDC files were asked for all the same, exit 2)"""
+    work = tmp_path / "w"
+    for name in made:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text("{}\n" if name.endswith(".json") else "")
+    (work / ".nmtkit-recipe").write_text(f"{script}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("FLICKR30K_IMAGES", "WMT16_APE", "NIST_TRAIN", "NIST_TEST")}
+    r = subprocess.run(["bash", str(ROOT / "recipes" / script), "--dry-run", str(work)], capture_output=True,
+                       text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 0 and "error" not in r.stderr, r.stderr
