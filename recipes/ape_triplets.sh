@@ -24,6 +24,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options ape-triplets "$@"
+whole_numbers MT_STEPS MT_BEAM MT_BATCH
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=${CORPUS:-$here/../../shared/data/lo-ende}
 read -r -a sizes <<< "${MT_SIZES:---emb-size 256 --enc-size 256 --dec-size 512}"

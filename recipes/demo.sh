@@ -15,6 +15,8 @@ source "$(dirname "$0")/lib.sh"
 afresh=1  # (WORKDIR is made anew below, not resumed)
 options nmtkit-demo "$@"
 minutes=${DEMO_MINUTES:-1.5}
+[[ $minutes =~ ^([0-9]+([.][0-9]*)?|[.][0-9]+)$ && ! $minutes =~ ^[0.]+$ ]] ||  # (before the folder is touched)
+  { echo "error: DEMO_MINUTES: expects a number of minutes above 0, got '$minutes'" >&2; exit 2; }
 
 fresh "$work" text data model test.hyp.de  # (what else the folder holds is the user's, and stays)
 stage "1. a corpus of numbers"

@@ -26,6 +26,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options flickr30k "$@"
+whole_numbers BATCH IMAGE_SIZE STEPS_BASE STEPS_TATT
 images_in=${FLICKR30K_IMAGES:-}
 splits_in=${KARPATHY_SPLITS:-https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip}
 weights_in=${VGG16_WEIGHTS:-https://download.pytorch.org/models/vgg16-397923af.pth}

@@ -97,12 +97,20 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
     esac
   done
   [[ $gpus =~ ^[0-9]+$ ]] || { echo "error: --gpus: expects a number of GPUs, got '$gpus'" >&2; exit 2; }
+  whole_numbers BEAM  # (the evaluation's, which lib.sh's translate_unk_score reads too)
   [ $# -le 1 ] || { echo "error: one WORKDIR, and options before it; got also: ${*:2} ($usage)" >&2; exit 2; }
   launcher=(nmtkit)
   [ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
   work=${1:-$default}
   downloads=$work/downloads
   [ "${afresh:-0}" = 1 ] || own_workdir
+}
+
+whole_numbers() {  # whole_numbers NAME...: each setting NAME, where given, a whole number above 0; else one line, exit 2
+  local name
+  for name; do
+    [[ ${!name:-1} =~ ^[1-9][0-9]*$ ]] || { echo "error: $name: expects a whole number above 0, got '${!name}'" >&2; exit 2; }
+  done
 }
 
 own_workdir() {  # WORKDIR holds this recipe's outputs and no one else's: its stamp names the recipe (see the header)

@@ -79,12 +79,9 @@ libreoffice_corpus() {  # libreoffice_corpus TGT PACKAGE: sets text, the folder 
 }
 
 libreoffice_experiment() {  # libreoffice_experiment TGT: the stages of the header, for English -> TGT
-  local tgt=$1 package=$1 tokenize=13a setting name i
+  local tgt=$1 package=$1 tokenize=13a name i
   [ "$tgt" = zh ] && package=zh-cn tokenize=zh
-  for setting in STEPS BATCH VALID_EVERY MAX_LEN BEAM PICTURES; do
-    [[ ${!setting:-1} =~ ^[1-9][0-9]*$ ]] ||
-      { echo "error: $setting: expects a whole number above 0, got '${!setting}'" >&2; exit 2; }
-  done
+  whole_numbers STEPS BATCH VALID_EVERY MAX_LEN PICTURES
   local steps=${STEPS:-3000} models=$work/models out=$work/out scores=$work/scores pictures=$work/pictures
   local half=$(( ${STEPS:-3000} / 2 ))
   [ "$half" -gt 0 ] ||

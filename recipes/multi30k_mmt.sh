@@ -38,6 +38,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options multi30k-mmt "$@"
+whole_numbers STEPS BATCH VALID_EVERY VOCAB IMAGE_SIZE
 multi30k=${MULTI30K:-https://raw.githubusercontent.com/multi30k/dataset/master/data/task1}
 images_in=${FLICKR30K_IMAGES:-}
 weights_in=${VGG16_WEIGHTS:-https://download.pytorch.org/models/vgg16-397923af.pth}

@@ -35,6 +35,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 options wmt16-ape "$@"
+whole_numbers STEPS BATCH VALID_EVERY VOCAB
 data_in=${WMT16_APE:-}
 read -r -a sizes <<< "${SIZES:---emb-size 300 --enc-size 300 --dec-size 300 --att-size 500}"
 read -r -a configs <<< "${CONFIGS:-concat flat flat-sent flat-share flat-share-sent hier hier-sent hier-share hier-share-sent}"

@@ -50,6 +50,16 @@ def test_fresh_clears_a_folder_it_made_but_its_marker_or_only_the_names_given(tm
     assert sorted(p.name for p in work.iterdir()) == [".nmtkit-workdir"]
 
 
+def test_settings_that_are_not_whole_numbers_stop_before_any_step(tmp_path):
+    """(they reached nmtkit's options after the data steps, `--max-steps 10k`; a dry run printed them as they were)"""
+    for args in ((), ("--dry-run",)):
+        r = script(tmp_path, 'whole_numbers STEPS\nstep touch "$work/x"', *args, BEAM="five")
+        assert r.returncode == 2 and r.stderr == "error: BEAM: expects a whole number above 0, got 'five'\n"
+        r = script(tmp_path, 'whole_numbers STEPS\nstep touch "$work/x"', *args, STEPS="10k")
+        assert r.returncode == 2 and r.stderr == "error: STEPS: expects a whole number above 0, got '10k'\n"
+    assert not (tmp_path / "w" / "x").exists()
+
+
 def test_options(tmp_path):
     r = script(tmp_path, 'echo "$dry $gpus ${launcher[*]} $work"', "--gpus", "2", "elsewhere")
     assert r.stdout == "0 2 torchrun --nproc-per-node 2 -m nmtkit elsewhere\n"

@@ -120,6 +120,18 @@ def test_the_demo_takes_over_an_empty_folder_and_replaces_the_one_it_made(tmp_pa
     assert sorted(p.name for p in work.iterdir()) == [MARKER, "my corpus", "notes.txt"]
 
 
+@pytest.mark.parametrize("minutes", ["abc", "0", "0.0"])
+def test_the_demo_refuses_a_training_time_that_is_not_one_before_it_clears_its_folder(tmp_path, minutes):
+    """(it cleared the earlier demo's folder, made the corpus, then failed at training; 0 meant no time limit)"""
+    env = stand_in(tmp_path)
+    work = tmp_path / "w"
+    (work / "model").mkdir(parents=True)
+    (work / MARKER).write_text("")
+    r = run_with(DEMO, str(work), cwd=tmp_path, DEMO_MINUTES=minutes, **env)
+    assert r.returncode == 2 and r.stderr == f"error: DEMO_MINUTES: expects a number of minutes above 0, got '{minutes}'\n"
+    assert (work / "model").is_dir() and not (tmp_path / "calls").exists()
+
+
 def test_a_folder_that_a_process_trains_in_is_not_cleared(tmp_path):
     env = stand_in(tmp_path)
     work = tmp_path / "w"
