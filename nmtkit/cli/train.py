@@ -111,10 +111,9 @@ class ArchCommand(Command):
 @click.option("--init-from", type=ReadFile(), help="warm-start from the matching parameters of a checkpoint")
 @click.option("--init-optimizer", is_flag=True, help="with --init-from: also take the optimiser state of matching parameters")
 @click.option("--init-lr", is_flag=True, help="with --init-from: take the checkpoint's learning rate instead of --lr")
-@click.option("--freeze-embeddings", is_flag=True, help="do not update the word embeddings")
 @config_options(TRAIN_OPTIONS)
 @click.pass_context
-def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze_embeddings, **values):
+def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **values):
     """Train a model. Every option can also be a key of the YAML --config.
 
     Writes best.pt (best validation), last.pt, config.yaml and train.jsonl (one JSON line per
@@ -145,7 +144,7 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, freeze
     check_writable(config["save_dir"], "--save-dir", inside=True)
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 holds the lock for every rank
     with RunLock(config["save_dir"]) if main_process else contextlib.nullcontext():
-        _train(config, resume, init_from, init_optimizer, init_lr, freeze_embeddings, config_file)
+        _train(config, resume, init_from, init_optimizer, init_lr, config_file)
 
 
 def check_new_run_folder(save_dir: Path, config_file: Optional[str]) -> None:
@@ -168,7 +167,7 @@ def check_new_run_folder(save_dir: Path, config_file: Optional[str]) -> None:
 
 
 def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer: bool, init_lr: bool,
-           freeze_embeddings: bool, config_file: Optional[str]) -> None:
+           config_file: Optional[str]) -> None:
     """Check what ``--save-dir`` holds against ``--resume`` (and ``--config``), then train."""
     from nmtkit.device import pick_device
     from nmtkit.train.distributed import init_distributed, leave, lost_peer, shutdown
@@ -183,7 +182,7 @@ def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer:
         check_new_run_folder(Path(config["save_dir"]), config_file)
     dist = init_distributed(pick_device(config["device"]), config["dist_timeout"])
     try:
-        Trainer(config, dist, resume, init_from, init_optimizer, init_lr, freeze_embeddings).train()
+        Trainer(config, dist, resume, init_from, init_optimizer, init_lr).train()
     except BaseException as e:
         leave(dist)
         peer = lost_peer(e, dist)

@@ -39,6 +39,7 @@ TRAIN_OPTIONS = [
     Option("weight_decay", 0.0, "L2 weight decay", allows=Range(0)),
     Option("clip_norm", 1.0, "clip the gradient norm to this value (0: no clipping)", allows=Range(0)),
     Option("label_smoothing", 0.0, "label smoothing epsilon", allows=PROBABILITY),
+    Option("freeze_embeddings", False, "do not update the word embeddings (kept by a resumed run, as every option)"),
     Option("lr_schedule", "decay-on-worse", "learning-rate schedule: decay-on-worse (multiply by --lr-decay when the "
            "validation metric gets worse) or inverse-sqrt (linear warm-up, then 1/sqrt(step))", choices=tuple(SCHEDULES)),
     Option("warmup_steps", 4000, "inverse-sqrt: updates of linear warm-up to --lr", allows=POSITIVE),

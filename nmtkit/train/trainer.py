@@ -84,8 +84,7 @@ class Trainer:
     """
 
     def __init__(self, config: dict, dist: Optional[DistInfo] = None, resume: bool = False,
-                 init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False,
-                 freeze_embeddings: bool = False):
+                 init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False):
         config = dict(config, lr=DEFAULT_LR[config["optimizer"]] if config["lr"] is None else config["lr"])
         self.config = config
         self.dist = dist or DistInfo()
@@ -105,7 +104,7 @@ class Trainer:
         torch.manual_seed(config["seed"])
         self.model = build_model(config, self.corpus.meta, self.corpus.vocabs).to(self.device)
         check_length_limits(self.model, self.corpus, config["max_len"])
-        if freeze_embeddings:
+        if config["freeze_embeddings"]:
             for m in self.model.modules():
                 if isinstance(m, nn.Embedding):
                     m.weight.requires_grad_(False)

@@ -68,6 +68,9 @@ def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
     before, after = load_checkpoint(trained_ckpt)["model"], load_checkpoint(tmp_path / "f" / "last.pt")["model"]
     assert (before["encoder.embedding.weight"] == after["encoder.embedding.weight"]).all()
     assert not (before["decoder.attention.v.weight"] == after["decoder.attention.v.weight"]).all()
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "f", "--resume", "--max-steps", 5])  # (kept)
+    resumed = load_checkpoint(tmp_path / "f" / "last.pt")["model"]
+    assert (before["encoder.embedding.weight"] == resumed["encoder.embedding.weight"]).all()
 
 
 def test_option_errors(corpus_dir, tmp_path):
