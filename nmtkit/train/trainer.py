@@ -34,6 +34,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
 from nmtkit.models import build_model
+from nmtkit.models.registry import get_spec, option_values
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.diagnostics import gradient_norms
@@ -157,7 +158,15 @@ class Trainer:
             log(f"removed {stale} temporary checkpoint file(s) of the killed run")
         ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
         if ckpt["config"]["arch"] != self.config["arch"]:
-            raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}")
+            raise NmtkitError(f"--resume: {path} is a {ckpt['config']['arch']} model, not {self.config['arch']}",
+                              exit_code=2)
+        built = [o for o in get_spec(self.config["arch"]).options if not o.training_only]  # (dropout may change)
+        ours, theirs = option_values(self.config, built), option_values(ckpt["config"], built)
+        for name in (n for n in ours if ours[n] != theirs[n]):  # (e.g. --heads: a model of the same shapes)
+            flag = "--" + name.replace("_", "-")
+            raise NmtkitError(f"--resume: {flag} {ours[name]}: the run in {self.save_dir} built its model with {flag} "
+                              f"{theirs[name]}; resume without it (or start a new run, --init-from {path})",
+                              exit_code=2)
         trained = ckpt.get("vocab")
         changed = [name for name, vocab in self.corpus.vocabs.items()
                    if trained is not None and not same_state(trained.get(name), vocab.state())]

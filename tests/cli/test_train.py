@@ -262,14 +262,25 @@ def test_init_lr_is_refused_by_a_schedule_that_sets_every_update(corpus_dir, tra
     assert "--init-lr: the inverse-sqrt schedule sets the learning rate at every update" in r.stderr
 
 
-def test_resume_with_another_model_size_names_the_parameter_and_both_shapes(corpus_dir, trained_ckpt, tmp_path):
+def test_resume_with_another_model_option_names_it_shapes_or_not(corpus_dir, trained_ckpt, tmp_path):
+    """(an option that changes no shape, --heads, was taken silently: the run went on as another model)"""
     save = tmp_path / "r"
     run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 1, "--valid-every", 1,
          "--valid-max-sentences", 2])
     r = run(["train", "--data", corpus_dir, "--save-dir", save, "--resume", "--dec-size", 40, "--max-steps", 2], ok=False)
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and r.stderr.endswith(errors[0] + "\n") and "Traceback" not in r.stderr
-    assert "does not fit the configured model: decoder.init_state.weight is (48, 64) there and (40, 64)" in r.stderr
+    assert len(errors) == 1 and r.stderr.endswith(errors[0] + "\n") and r.exit_code == 2
+    assert errors[0] == (f"error: --resume: --dec-size 40: the run in {save} built its model with --dec-size 48; "
+                         f"resume without it (or start a new run, --init-from {save / 'last.pt'})")
+    transformer = ["--arch", "transformer", "--d-model", 16, "--ffn-size", 32, "--heads", 2, "--enc-layers", 1,
+                   "--dec-layers", 1]
+    run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", *transformer, "--max-steps", 1, "--valid-every",
+         1, "--valid-max-sentences", 2])
+    before = (tmp_path / "t" / "last.pt").read_bytes()
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", "--resume", "--heads", 4, "--max-steps", 2],
+            ok=False)
+    assert r.exit_code == 2 and "--resume: --heads 4: the run in" in r.stderr and "with --heads 2" in r.stderr
+    assert (tmp_path / "t" / "last.pt").read_bytes() == before
 
 
 
