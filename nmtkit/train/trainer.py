@@ -34,8 +34,8 @@ from nmtkit.errors import NmtkitError
 from nmtkit.metrics.perplexity import perplexity
 from nmtkit.metrics.text import LABELS, VALIDATION_METRICS
 from nmtkit.models import build_model
-from nmtkit.models.registry import get_spec, option_values
 from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
+from nmtkit.models.registry import get_spec, option_values
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.diagnostics import gradient_norms
 from nmtkit.train.distributed import DistInfo, broadcast
@@ -229,7 +229,12 @@ class Trainer:
                  "at all; the next epochs are whole")
 
     def _warm_start(self, path: str, init_optimizer: bool, init_lr: bool) -> None:
-        ckpt = load_checkpoint(path, ("model", "config", "schedule"))
+        ckpt = load_checkpoint(path)  # (any checkpoint: last.pt, best.pt, step-N.pt, an average)
+        for wanted, key, what in ((init_optimizer, "optimizer", "optimiser state"), (init_lr, "schedule", "learning rate")):
+            if wanted and key not in ckpt:
+                raise NmtkitError(f"--init-{'optimizer' if key == 'optimizer' else 'lr'}: {path} holds no {what} (a "
+                                  "checkpoint for decoding: step-N.pt, an average); take it from the run's last.pt or "
+                                  "best.pt, or leave the option out", exit_code=2)
         new, unused, zeroed = warm_start(self.model, ckpt)
         if len(new) == len(self.model.state_dict()):
             raise NmtkitError(f"--init-from {path}: none of its parameters fits this {self.config['arch']} model (a "
@@ -244,7 +249,7 @@ class Trainer:
                 log(f"  not used from the checkpoint: {', '.join(unused)}")
         if init_optimizer:
             load_optimizer_by_name(self.model, self.optimizer, ckpt)
-        old_lr = ckpt["schedule"]["lr"]
+        old_lr = ckpt.get("schedule", {}).get("lr")
         if init_lr and self.schedule.sets_every_update:
             raise NmtkitError(f"--init-lr: the {self.config['lr_schedule']} schedule sets the learning rate at every "
                               "update; give --lr instead", exit_code=2)
@@ -252,8 +257,8 @@ class Trainer:
             self.schedule.lr = old_lr
             set_lr(self.optimizer, old_lr)
         if self.dist.is_main:
-            source = "from the checkpoint (--init-lr)" if init_lr else \
-                f"from the config; the checkpoint had {old_lr:.3g}, --init-lr keeps that"
+            source = "from the checkpoint (--init-lr)" if init_lr else "from the config" + (
+                f"; the checkpoint had {old_lr:.3g}, --init-lr keeps that" if old_lr is not None else "")
             log(f"  learning rate {self.schedule.lr:.3g} {source}; optimiser state "
                 + ("loaded for matching parameters (--init-optimizer)" if init_optimizer else "fresh"))
 

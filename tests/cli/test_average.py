@@ -32,3 +32,20 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
     assert r.exit_code == 2 and r.stderr == (f"error: --output {save / 'step-6.pt'}: is the file of --run {save} "
                                              "(step-6.pt); write the output to another file\n")
     assert (save / "step-6.pt").read_bytes() == step
+
+
+def test_an_average_or_a_step_checkpoint_warm_starts_a_run(corpus_dir, tmp_path):
+    """(docs/average.md names train --init-from as a use of the average: it was "an incomplete nmtkit checkpoint (no
+    schedule)"; what a decoding checkpoint lacks is refused only where asked for)"""
+    save = tmp_path / "run"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 4, "--valid-every", 2,
+         "--valid-max-sentences", 2, "--keep-checkpoints", 2])
+    run(["average", "--run", save, "-o", tmp_path / "avg.pt"])
+    for start in (tmp_path / "avg.pt", save / "step-2.pt"):
+        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / start.stem, *TINY_MODEL, "--max-steps", 1,
+                 "--valid-every", 1, "--valid-max-sentences", 2, "--init-from", start])
+        assert f"warm start from {start} (rnnsearch)" in r.stderr
+    for option, what in (("--init-lr", "learning rate"), ("--init-optimizer", "optimiser state")):
+        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", *TINY_MODEL, "--max-steps", 1,
+                 "--init-from", tmp_path / "avg.pt", option], ok=False)
+        assert r.exit_code == 2 and f"error: {option}: {tmp_path / 'avg.pt'} holds no {what}" in r.stderr
