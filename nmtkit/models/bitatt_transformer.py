@@ -32,7 +32,7 @@ from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, max_lengths
 from nmtkit.models.state import DecoderState
 from nmtkit.models.target_rnn import CONTEXTS, REVERSE_MAX_LEN
-from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderStack, Transformer
+from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderStack, Transformer, check_shared_vocabulary
 
 BITATT_OPTIONS = TRANSFORMER_OPTIONS + [
     Option("reverse_context", "greedy", "R_dec in training from the reverse decoder's greedy pass, as two-pass "
@@ -118,4 +118,5 @@ class BiTAttTransformer(Transformer):
 @register_model("bitatt-transformer", BITATT_OPTIONS, "the Transformer with a reverse decoder whose states join the "
                 "encoder's as the forward decoder's memory; joint loss, two-pass decoding (Eq. 24-27)")
 def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> BiTAttTransformer:
+    check_shared_vocabulary(config, vocabs.get("src"), vocabs.get("tgt"))
     return BiTAttTransformer(*meta.translation_sizes("bitatt-transformer"), **option_values(config, BITATT_OPTIONS))

@@ -40,7 +40,14 @@ from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
 from nmtkit.models.state import DecoderState
-from nmtkit.models.transformer import TRANSFORMER_OPTIONS, DecoderLayer, EncoderLayer, Transformer, Weights
+from nmtkit.models.transformer import (
+    TRANSFORMER_OPTIONS,
+    DecoderLayer,
+    EncoderLayer,
+    Transformer,
+    Weights,
+    check_shared_vocabulary,
+)
 
 STRATEGIES = ("serial", "parallel", "flat", "hierarchical")
 _SHARED = {o.name: o for o in RNN_MULTI_OPTIONS}
@@ -252,4 +259,5 @@ class MultiSourceTransformer(Transformer):
 def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> MultiSourceTransformer:
     values = option_values(config, OPTIONS)
     streams = chosen_streams(config, meta)
+    check_shared_vocabulary(config, vocabs.get(next(iter(streams))), vocabs.get("tgt"))  # (the first encoder's)
     return MultiSourceTransformer(streams, meta.target.size, **{k: v for k, v in values.items() if k != "encoders"})

@@ -406,12 +406,17 @@ class Transformer(Seq2Seq):
             self.attention(w, int(state["sources"][0]) if w is not None else 0)
 
 
-@register_model("transformer", TRANSFORMER_OPTIONS, "the Transformer (Vaswani et al. 2017; "
-                "bidirectional-target-attention.txt §2.2): self-attention encoder and decoder, post- or pre-norm")
-def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Transformer:
-    src, tgt = vocabs.get("src"), vocabs.get("tgt")
+def check_shared_vocabulary(config: Mapping, src: Optional[Vocab], tgt: Optional[Vocab]) -> None:
+    """``--share-embeddings``: the source (the encoder's own) and the target read one vocabulary, else a one-line
+    error; two of the same size would share rows between different words (other sizes: the model refuses)."""
     if config.get("share_embeddings") and src is not None and tgt is not None and len(src) == len(tgt) and \
             src.id_to_token(range(len(src))) != tgt.id_to_token(range(len(tgt))):
         raise NmtkitError("--share-embeddings needs one vocabulary for source and target (preprocess --joint); "
                           "the corpus has two of the same size", exit_code=2)
+
+
+@register_model("transformer", TRANSFORMER_OPTIONS, "the Transformer (Vaswani et al. 2017; "
+                "bidirectional-target-attention.txt §2.2): self-attention encoder and decoder, post- or pre-norm")
+def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Transformer:
+    check_shared_vocabulary(config, vocabs.get("src"), vocabs.get("tgt"))
     return Transformer(*meta.translation_sizes("transformer"), **option_values(config, TRANSFORMER_OPTIONS))

@@ -105,6 +105,20 @@ def test_embedding_sharing():
         model(heads=3)
 
 
+@pytest.mark.parametrize("arch", ["transformer", "bitatt-transformer", "multi-source-transformer"])
+def test_embeddings_are_shared_only_between_the_words_of_one_vocabulary(arch):
+    """(two vocabularies of one size: the Transformer refused them, the other two shared each id's row between two
+    different words)"""
+    from nmtkit.data.vocab import WordVocab
+
+    src, tgt = WordVocab(["a", "b", "c"]), WordVocab(["x", "y", "z"])
+    meta = CorpusMeta.text(len(src), len(tgt))
+    with pytest.raises(NmtkitError, match="--share-embeddings needs one vocabulary for source and target"):
+        build_model({**TINY, "arch": arch, "share_embeddings": True}, meta, {"src": src, "tgt": tgt})
+    shared = build_model({**TINY, "arch": arch, "share_embeddings": True}, meta, {"src": src, "tgt": src})
+    assert shared.src_emb is shared.tgt_emb
+
+
 def test_learned_positions_refuse_a_longer_sequence():
     m = model(positions="learned", max_positions=6)
     with pytest.raises(NmtkitError, match="a sequence of 8 tokens is longer than the 6 learned positions"):
