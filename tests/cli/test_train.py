@@ -81,6 +81,12 @@ def test_option_errors(corpus_dir, tmp_path):
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
     assert "--data: a corpus folder is required" in r.stderr
+    for options, message in ((["--warmup-steps", 10], "--warmup-steps: goes with --lr-schedule inverse-sqrt"),
+                             (["--lr-schedule", "inverse-sqrt", "--min-lr", 0.1], "--min-lr: goes with --lr-schedule "
+                                                                                  "decay-on-worse"),
+                             (["--optimizer", "sgd", "--adam-beta2", 0.98], "--adam-beta2: goes with --optimizer adam")):
+        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", *options], ok=False)
+        assert r.exit_code == 2 and r.stderr == f"error: {message}\n" and not (tmp_path / "y").exists()
     r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)
     assert "not a corpus folder" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--resume"], ok=False)
