@@ -33,7 +33,7 @@ fi
 # on the 2-core AVX2 machine 2 layers of 512 trained at ~490 tok/s; this trained at 2,600 (general-feed, one thread,
 # median of its log windows on 2026-11-23, bench/README.md).
 common=(--arch luong --emb-size 128 --enc-size 128 --dec-size 256 --layers 1 --encoder-type brnn --dropout 0.2
-        --batch-size 64 --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1 --attention-window 10
+        --batch-size 64 --optimizer adam --lr 0.001 --clip-norm 1.0 --threads "$threads" --seed 1
         --max-steps "$steps" --log-every 100 --valid-every 500 --valid-max-sentences 300 --patience 0)
 for v in "${variants[@]}"; do
   case $v in

@@ -127,7 +127,13 @@ class Luong(Seq2Seq):
         return ModelOutput(self.output(self.dropout(h_tilde)), {"source": weights})
 
 
+def luong_uses(config: Mapping) -> list[tuple[str, bool, str]]:
+    """The window is local attention's, the positions covered the location score's."""
+    return [("attention_window", config["attention"] != "global", "--attention local-m or local-p"),
+            ("location_max_len", config["global_attention"] == "location", "--global-attention location")]
+
+
 @register_model("luong", LUONG_OPTIONS, "stacked LSTMs, global (dot/general/concat/location) or local-m/local-p "
-                                        "attention, input feeding")
+                                        "attention, input feeding", luong_uses)
 def build_luong(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> Luong:
     return Luong(*meta.translation_sizes("luong"), **option_values(config, LUONG_OPTIONS))

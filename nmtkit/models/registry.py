@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: ``builder(config, meta, vocabs) -> Seq2Seq``: the resolved options of the architecture, the corpus'
 #: streams (kinds and sizes) and the vocabularies of its text streams.
 Builder = Callable[[dict, CorpusMeta, Mapping[str, Vocab]], "Seq2Seq"]
+#: ``uses(config) -> [(option, whether config uses it, what it goes with), ...]``: the options (of ``train``) that
+#: the architecture reads only with others, so that ``train`` refuses one given where it is not read
+Uses = Callable[[Mapping], Sequence[tuple[str, bool, str]]]
 
 
 @dataclass
@@ -32,6 +35,7 @@ class ModelSpec:
     builder: Builder
     options: list[Option] = field(default_factory=list)
     description: str = ""
+    uses: Optional[Uses] = None
 
     def option(self, name: str) -> Optional[Option]:
         return next((o for o in self.options if o.name == name), None)
@@ -52,9 +56,10 @@ def load_plugins() -> None:
                 raise NmtkitError(f"NMTKIT_PLUGINS: cannot import {name!r} ({e})", exit_code=2) from None
 
 
-def register_model(name: str, options: Sequence[Option] = (), description: str = "") -> Callable[[Builder], Builder]:
+def register_model(name: str, options: Sequence[Option] = (), description: str = "",
+                   uses: Optional[Uses] = None) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder(config, meta, vocabs) -> Seq2Seq`` as architecture ``name``
-    with its ``options`` (each a config key and ``--flag`` of ``train``)."""
+    with its ``options`` (each a config key and ``--flag`` of ``train``) and what ``uses`` says of them."""
 
     def wrap(builder: Builder) -> Builder:
         if name in MODELS:
@@ -62,7 +67,7 @@ def register_model(name: str, options: Sequence[Option] = (), description: str =
         names = [o.name for o in options]
         if len(set(names)) != len(names):
             raise ValueError(f"model {name!r} declares an option twice")
-        MODELS[name] = ModelSpec(name, builder, list(options), description)
+        MODELS[name] = ModelSpec(name, builder, list(options), description, uses)
         return builder
 
     return wrap

@@ -91,8 +91,14 @@ class ShowAttendTell(RNNDecoding):
         return torch.full((batch.size,), self.max_caption_len, dtype=torch.long, device=batch.device)
 
 
+def captioner_uses(config: Mapping) -> list[tuple[str, bool, str]]:
+    """Validation's length limit a·|x| + b is a translation's: a caption ends at ``max_caption_len``."""
+    return [(name, False, "a translation model (a caption ends at --max-caption-len)")
+            for name in ("max_len_a", "max_len_b")]
+
+
 @register_model("show-attend-tell", OPTIONS, "image captioning (Xu et al. 2015; target-target-attention.txt §4): "
-                "LSTM with soft attention over CNN features, optional target attention")
+                "LSTM with soft attention over CNN features, optional target attention", captioner_uses)
 def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> ShowAttendTell:
     meta.require("show-attend-tell", image=FEATURES)
     return ShowAttendTell(meta.streams[IMAGE].size, meta.target.size, **option_values(config, OPTIONS))

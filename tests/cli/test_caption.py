@@ -46,6 +46,14 @@ def test_one_caption_per_line_with_empty_and_unreadable_images(captioner, tmp_pa
         assert abs(weights.sum(1) - 1).max() < 1e-5
 
 
+def test_a_translation_s_length_limit_is_refused_for_a_captioner(captioner, tmp_path):
+    """(validation ignored it: a caption ends at --max-caption-len)"""
+    r = run(["train", "--data", captioner / "corpus", "--arch", "show-attend-tell", "--save-dir", tmp_path / "r",
+             "--max-len-b", 5], ok=False)
+    assert r.exit_code == 2 and r.stderr == ("error: --max-len-b: goes with a translation model (a caption ends at "
+                                             "--max-caption-len)\n")
+
+
 def test_captions_take_a_prefix_and_constraints(captioner, tmp_path):
     images = (captioner / "corpus" / "test.images").read_text().split()[:2]
     model = captioner / "run" / "best.pt"

@@ -81,7 +81,12 @@ def test_option_errors(corpus_dir, tmp_path):
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
     assert "--data: a corpus folder is required" in r.stderr
+    luong = ["--arch", "luong", "--layers", 1]
     for options, message in ((["--warmup-steps", 10], "--warmup-steps: goes with --lr-schedule inverse-sqrt"),
+                             ([*luong, "--attention-window", 3], "--attention-window: goes with --attention local-m or "
+                                                                 "local-p"),
+                             ([*luong, "--location-max-len", 30], "--location-max-len: goes with --global-attention "
+                                                                  "location"),
                              (["--lr-schedule", "inverse-sqrt", "--min-lr", 0.1], "--min-lr: goes with --lr-schedule "
                                                                                   "decay-on-worse"),
                              (["--optimizer", "sgd", "--adam-beta2", 0.98], "--adam-beta2: goes with --optimizer adam")):
@@ -134,9 +139,11 @@ def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(cor
     saved = yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())
     assert saved["arch"] == "luong" and saved["attention"] == "local-m" and saved["layers"] == 1
     assert "decoder_cell" not in saved and "reverse_context" not in saved  # only luong's keys, and training's
-    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 3, "--attention-window", 5])
+    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 3, "--dropout", 0.3])  # (training's)
     assert "resuming from" in r.stderr
-    assert yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())["attention_window"] == 5
+    assert yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())["dropout"] == 0.3
+    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 4, "--attention-window", 5], ok=False)
+    assert r.exit_code == 2 and "--resume: --attention-window 5: the run in" in r.stderr  # (the model's: as built)
 
 
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
