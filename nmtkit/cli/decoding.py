@@ -70,7 +70,8 @@ DECODING_OPTIONS = [
                  help="line i of FILE is a JSON list of target phrases that the output of input line i must contain "
                       "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
                       "search with dynamic beam allocation"),
-    click.option("--attention-out", type=WriteFile(stdout=False), help="write tokens and attention weights to this HDF5 file (a file: not -)"),
+    click.option("--attention-out", type=WriteFile(stdout=False),
+                 help="write tokens and attention weights to this HDF5 file (a file: not -)"),
     DEVICE_OPTION,
     PRECISION,
     click.option("--threads", type=setting("threads"), default=0, show_default=True,

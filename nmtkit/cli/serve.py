@@ -132,7 +132,7 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
                                         batch_size=max_batch, device=device, precision=precision, threads=threads,
                                         prefix=True, constraints=True, compile=compile)
         reader = settings[name] if workers == 1 else replace(settings[name], device="cpu", compile=False)  # (workers decode)
-        decoders[name] = Decoder(reader, text_inputs(reader, name), f"batch of {name}")  # (warnings name a line of its batch)
+        decoders[name] = Decoder(reader, text_inputs(reader, name), f"batch of {name}")  # (warnings: a line of its batch)
         log(f"{name}: {decoders[name].loaded.config['arch']} from {', '.join(checkpoints)}")
         if compile and workers == 1:
             log(f"{name}: compiling its decoding step (torch.compile) before serving")
