@@ -111,7 +111,7 @@ def expect(kind: builtins.type, allowed: Optional[Allowed] = None, choices: Opti
         return "one of " + ", ".join(map(str, choices))
     if isinstance(allowed, Pattern):
         return str(allowed)
-    noun = {int: "an integer", float: "a number", bool: "true or false"}.get(kind, f"a {kind.__name__}")
+    noun = {int: "an integer", float: "a number", bool: "true or false", str: "text"}.get(kind, f"a {kind.__name__}")
     return f"{noun} {allowed}" if allowed is not None else noun
 
 
@@ -129,6 +129,8 @@ def convert(value: Any, kind: builtins.type, allowed: Optional[Allowed] = None,
     if kind is int and isinstance(value, float) and not value.is_integer():
         raise ValueError(value)
     if kind in (int, float) and isinstance(value, bool):
+        raise ValueError(value)
+    if kind is str and not isinstance(value, str):  # (a YAML list or number: its str() would be taken as text)
         raise ValueError(value)
     out = kind(value)
     if kind in (int, float) and allowed is None:
@@ -210,7 +212,7 @@ _UniqueKeyLoader.add_implicit_resolver(
 
 
 def read_yaml(path: Path) -> dict:
-    """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace)."""
+    """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace, each key once)."""
     try:
         data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
     except FileNotFoundError:
@@ -231,8 +233,11 @@ def read_yaml(path: Path) -> dict:
         for k, v in d.items():
             if isinstance(v, dict):
                 walk(v)
-            else:
-                flat[str(k).replace("-", "_")] = v
+                continue
+            key = str(k).replace("-", "_")
+            if key in flat:  # (in two sections, or as emb-size and emb_size: one would be dropped)
+                raise NmtkitError(f"{path}: the key {key!r} is given twice", exit_code=2)
+            flat[key] = v
 
     walk(data)
     return flat

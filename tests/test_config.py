@@ -1,5 +1,6 @@
 """Config files: a YAML mapping, flattened; every problem is one line naming the file (and the line), exit 2."""
 import pytest
+import yaml
 
 from nmtkit.config import read_yaml
 from nmtkit.errors import NmtkitError
@@ -20,6 +21,8 @@ def test_a_value_a_colon_b_stays_text(tmp_path):
 @pytest.mark.parametrize("content, message", [
     (b"batch_size: 8\nbatch_size: 16\n", "invalid YAML (the key 'batch_size' is given twice, line 2)"),
     (b"model:\n  emb_size: 8\n  emb_size: 16\n", "invalid YAML (the key 'emb_size' is given twice, line 3)"),
+    (b"model:\n  dropout: 0.1\ntraining:\n  dropout: 0.3\n", "the key 'dropout' is given twice"),  # (two sections)
+    (b"emb_size: 8\nemb-size: 16\n", "the key 'emb_size' is given twice"),  # (both names of one key)
     (b"\xff\xfe\n", "not UTF-8 text (byte 1)"),
     (b"a: [1\n", "invalid YAML (while parsing a flow sequence, line 2)"),
     (b"- 1\n- 2\n", "a config must be a mapping of keys to values"),
@@ -29,6 +32,15 @@ def test_a_bad_config_is_one_line_naming_the_file(tmp_path, content, message):
     with pytest.raises(NmtkitError) as e:
         read_yaml(tmp_path / "c.yaml")
     assert str(e.value) == f"{tmp_path / 'c.yaml'}: {message}" and e.value.exit_code == 2
+
+
+@pytest.mark.parametrize("value", ["[a, b]", "12", "true"])
+def test_a_text_option_takes_text_alone(value):
+    """(YAML's list, number or boolean was taken as its str(): `save_dir: [a, b]` made a folder "['a', 'b']")"""
+    from nmtkit.config import Option
+
+    with pytest.raises(NmtkitError, match=r"^c.yaml: 'save_dir' expects text, got "):
+        Option("save_dir", "checkpoints", "a folder").coerce(yaml.safe_load(value), "c.yaml")
 
 
 def test_a_folder_or_a_missing_file_is_named(tmp_path):

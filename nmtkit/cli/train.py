@@ -114,7 +114,7 @@ class ArchCommand(Command):
 @config_options(TRAIN_OPTIONS)
 @click.pass_context
 def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **values):
-    """Train a model. Every option can also be a key of the YAML --config.
+    """Train a model. Every option but --config, --resume and --init-* can also be a key of the YAML --config.
 
     Writes best.pt (best validation), last.pt, config.yaml and train.jsonl (one JSON line per
     log and validation) to --save-dir, which is locked while it trains (a second run there is refused).
