@@ -210,7 +210,7 @@ step() {  # run a command, or print it with --dry-run; stop with a line naming t
 into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomically), unless FILE exists
   local out=$1; shift
   [ -e "$out" ] && return
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo "> $out"; return; fi
+  if [ "$dry" = 1 ]; then printf '%q ' "$@"; printf '> %q\n' "$out"; return; fi
   claim
   "$@" > "$out.part" || { rm -f "$out.part"; fail "$* > $out"; }
   mv "$out.part" "$out"

@@ -28,6 +28,12 @@ def test_a_dry_run_prints_each_step_and_runs_none(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_dry_run_prints_commands_a_shell_runs_as_printed(tmp_path):
+    """(`into`'s output was printed unquoted: `> my work/y` writes to `my`)"""
+    r = script(tmp_path, 'into "$work/my y" echo hi', "--dry-run", f"{tmp_path}/my work")
+    assert r.returncode == 0 and r.stdout == f"echo hi > {tmp_path}/my\\ work/my\\ y\n", r.stderr
+
+
 def test_into_writes_atomically_skips_what_exists_and_leaves_nothing_when_the_command_fails(tmp_path):
     (tmp_path / "w").mkdir()
     r = script(tmp_path, 'into "$work/a" echo one\ninto "$work/a" echo two\nstage s\n'
