@@ -105,7 +105,6 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     counts, paired with that line's inputs."""
     from nmtkit.data.batching import make_batch
     from nmtkit.data.images import FEATURE_SUFFIXES, load_features
-    from nmtkit.data.streams import TOKENS
     from nmtkit.data.text import check_parallel, count_lines, read_lines
     from nmtkit.device import pick_device
     from nmtkit.inference import load_model
@@ -113,6 +112,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     from nmtkit.search.sources import (
         FeatureSource,
         check_input_count,
+        feature_inputs,
         line_text,
         model_sources,
         sort_length,
@@ -133,11 +133,11 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, truncate=False)
     lines = zip(*([line.encode() for line in read_lines(p)] for p in texts)) if texts else rows.lines()
     form, fields_of = loaded.output_form, {s: k for k, s in enumerate(sources.fields)}
-    kinds = {stream: info.kind for stream, info in loaded.meta.streams.items()}
+    images = set(feature_inputs(loaded))
     pairs, waiting = [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
-        if inputs is None or any(not len(item) and kinds[stream] != TOKENS for stream, item in inputs.items()):
+        if inputs is None or any(not len(inputs[stream]) for stream in images):
             raise NmtkitError(f"{sources.name}:{n + 1}: an unusable input for perplexity"
                               f"{'' if inputs is None else ' (no image named)'}")
         waiting.append(inputs)

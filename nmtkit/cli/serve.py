@@ -45,13 +45,13 @@ def named_models(specs: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 def text_inputs(settings: "DecodeSettings", name: str) -> "SourceMaker":
     """The sources of a served model's inputs, all text (see :func:`~nmtkit.decoding.text_sources`): a model that
     reads images is a one-line error naming it, since a request would name image files on the server's disk."""
-    from nmtkit.data.streams import TOKENS
     from nmtkit.decoding import text_sources
+    from nmtkit.search.sources import feature_inputs
 
     make = text_sources(settings, f"batch of {name}")
 
     def made(loaded: "LoadedModel", path: str) -> "StreamSources":
-        images = [stream for stream in loaded.model.inputs if loaded.meta.streams[stream].kind != TOKENS]
+        images = feature_inputs(loaded)
         if images:
             raise NmtkitError(f"-m {name}: {path} is a {loaded.config['arch']} model reading {', '.join(images)} "
                               f"(inputs: {', '.join(loaded.model.inputs)}); serve takes text alone, since a request "

@@ -61,13 +61,13 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     A model with several inputs (src and mt, src and image paths) reads one -i per input or,
     with --fields, TAB-separated fields.
     """
-    from nmtkit.data.streams import TOKENS
     from nmtkit.progress import log
     from nmtkit.search.sources import (
         FeatureSource,
         TextSource,
         check_input_count,
         check_translator,
+        feature_inputs,
         model_sources,
         read_inputs,
     )
@@ -85,7 +85,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
 
     def source(loaded, model_path):
         check_translator(loaded, model_path)
-        if cnn_weights and (features or all(loaded.meta.streams[s].kind == TOKENS for s in loaded.model.inputs)):
+        if cnn_weights and (features or not feature_inputs(loaded)):
             raise NmtkitError("--cnn-weights: goes with a model that makes features from images (not with --features)",
                               exit_code=2)
         inputs = read_inputs(loaded, bool(features))

@@ -281,13 +281,17 @@ def check_input_count(loaded, count: int, option: str, alternative: str = "", fe
                           f"(got {count})", exit_code=2)
 
 
+def feature_inputs(loaded) -> list[str]:
+    """The model's inputs that are not text: image features (made from image paths, or given precomputed)."""
+    return [stream for stream in loaded.model.inputs if loaded.meta.streams[stream].kind != TOKENS]
+
+
 def read_inputs(loaded, features: bool = False) -> list[str]:
     """The model's inputs that lines hold: all, or its text inputs only when ``features`` gives its feature input."""
     inputs = list(loaded.model.inputs)
     if not features:
         return inputs
-    streams = loaded.meta.streams
-    given = [stream for stream in inputs if streams[stream].kind != TOKENS]
+    given = feature_inputs(loaded)
     if len(given) != 1:
         raise NmtkitError(f"--features: this {loaded.config['arch']} model reads {len(given)} feature inputs "
                           f"({', '.join(given) or 'none'}); --features gives one", exit_code=2)
