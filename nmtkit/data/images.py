@@ -160,7 +160,8 @@ FEATURE_SUFFIXES = (".npy", ".h5", ".hdf5")  #: files of precomputed features, a
 
 def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
     """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
-    ``count`` images if given, every value a finite number; errors name ``option`` (e.g. ``--features test=FILE``)."""
+    ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``); its rows go through
+    :func:`finite_row` as they are read."""
     path = Path(path)
     try:
         if path.suffix in FEATURE_SUFFIXES[1:]:
@@ -179,12 +180,16 @@ def load_features(path: PathLike, option: str, count: Optional[int] = None) -> n
         wanted = f"{count} images" if count is not None else "images"
         raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
                           exit_code=2)
-    for start in range(0, len(array), 256):  # (a block at a time: a memory-mapped file is never read whole)
-        finite = np.isfinite(array[start:start + 256]).all(axis=(1, 2))
-        if not finite.all():
-            raise NmtkitError(f"{option}: the features of image {start + int(np.argmin(finite)) + 1} are not all "
-                              "finite numbers (NaN or infinite)", exit_code=2)
     return array
+
+
+def finite_row(row: np.ndarray, option: str, index: int) -> np.ndarray:
+    """``row``, the features of image ``index`` (from 0) of the file ``option`` names, checked as it is read (a
+    large file is read once): every value a finite number, else a one-line error."""
+    if not np.isfinite(row).all():
+        raise NmtkitError(f"{option}: the features of image {index + 1} are not all finite numbers (NaN or infinite)",
+                          exit_code=2)
+    return row
 
 
 class SplitFeatures:
@@ -222,7 +227,8 @@ class SplitFeatures:
         """The split's features in order: the given array's rows, or those of the images at ``paths`` (see
         :func:`extract_features` for ``skip_bad`` and ``names``)."""
         if split in self.arrays:
-            return (np.asarray(row) for row in self.arrays[split])
+            option = f"--features {split}={self.given[split]}"
+            return (finite_row(np.asarray(row), option, k) for k, row in enumerate(self.arrays[split]))
         if self._cnn is None:
             self._cnn = self.spec.network()
         return extract_features(self._cnn, paths, self.spec.size, self.spec.batch_size, skip_bad, self.spec.dtype,

@@ -17,7 +17,7 @@ from typing import Mapping, Optional, Protocol, Sequence, Union
 import numpy as np
 import torch
 
-from nmtkit.data.images import ImageSpec
+from nmtkit.data.images import ImageSpec, finite_row
 from nmtkit.data.streams import TOKENS
 from nmtkit.data.text import strip_newline, without_bom
 from nmtkit.data.vocab import Vocab
@@ -170,7 +170,7 @@ class FeatureSource:
                  "writing an empty line")
             self.invalid.append(index + 1)
             return None
-        return np.asarray(self.features[index], dtype=np.float32)
+        return finite_row(np.asarray(self.features[index], dtype=np.float32), self.name, index)
 
     def labels(self, item: Item) -> list[str]:
         return grid_labels(len(item))
