@@ -174,7 +174,7 @@ held_lock() {  # held_lock DIR: prints the first .lock under DIR that a process 
 }
 
 fresh() {  # fresh DIR [NAME...]: DIR made anew for this script, an existing DIR only if the marker says it is ours;
-  # of such a DIR, only the NAMEs this script makes are removed (no NAME: all it holds), the marker last of all
+  # of such a DIR, only the NAMEs this script makes are removed (no NAME: all it holds), never the marker
   local dir=${1%/} why="" lock entry
   shift
   if [ -e "$dir" ] || [ -L "$dir" ]; then
