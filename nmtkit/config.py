@@ -188,7 +188,12 @@ class Option:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last without a word)."""
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last without a word), and
+    noting the lines each key is on (``key_lines``, keys as options name them: emb-size is emb_size)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.key_lines: dict[str, list[int]] = {}
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -198,6 +203,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
                                                         key_node.start_mark)
             seen.add(key)
+            self.key_lines.setdefault(str(key).replace("-", "_"), []).append(key_node.start_mark.line + 1)
         return super().construct_mapping(node, deep)
 
 
@@ -211,10 +217,26 @@ _UniqueKeyLoader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def read_yaml(path: Path) -> dict:
+class FileValues(dict):
+    """A config file's keys and values, knowing the ``line`` each key is on, so that messages can name it."""
+
+    def __init__(self, values: Mapping[str, Any], lines: Mapping[str, int]) -> None:
+        super().__init__(values)
+        self.lines = dict(lines)
+
+    def where(self, key: str, file_name: str) -> str:
+        """``file_name:LINE`` of ``key``, for messages (``file_name`` alone where the line is not known)."""
+        return f"{file_name}:{self.lines[key]}" if key in self.lines else file_name
+
+
+def read_yaml(path: Path) -> FileValues:
     """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace, each key once)."""
     try:
-        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+        loader = _UniqueKeyLoader(Path(path).read_text(encoding="utf-8"))
+        try:
+            data = loader.get_single_data() or {}
+        finally:
+            loader.dispose()
     except FileNotFoundError:
         raise NmtkitError(f"{path}: no such config file", exit_code=2) from None
     except IsADirectoryError:
@@ -236,11 +258,13 @@ def read_yaml(path: Path) -> dict:
                 continue
             key = str(k).replace("-", "_")
             if key in flat:  # (in two sections, or as emb-size and emb_size: one would be dropped)
-                raise NmtkitError(f"{path}: the key {key!r} is given twice", exit_code=2)
+                lines = " and ".join(map(str, sorted(set(loader.key_lines.get(key, [])))))
+                raise NmtkitError(f"{path}: the key {key!r} is given twice{f' (lines {lines})' if lines else ''}",
+                                  exit_code=2)
             flat[key] = v
 
     walk(data)
-    return flat
+    return FileValues(flat, {k: min(loader.key_lines[k]) for k in flat if k in loader.key_lines})
 
 
 def resolve(options: Iterable[Option], file_values: Mapping[str, Any], cli_values: Mapping[str, Any],
@@ -248,13 +272,15 @@ def resolve(options: Iterable[Option], file_values: Mapping[str, Any], cli_value
     """Merge defaults, file values and command-line values (later wins); reject unknown file keys
     (``explain`` gives the message's hint for them)."""
     by_name = {o.name: o for o in options}
-    unknown = sorted(set(file_values) - set(by_name))
+    lines = file_values if isinstance(file_values, FileValues) else FileValues(file_values, {})
+    unknown = sorted(set(file_values) - set(by_name), key=lambda k: (lines.lines.get(k, 0), k))
     if unknown:
         hint = explain(unknown) if explain else "see 'nmtkit train --help'"
-        raise NmtkitError(f"{file_name}: unknown key(s) {', '.join(unknown)} ({hint})", exit_code=2)
+        named = ", ".join(f"{k} (line {lines.lines[k]})" if k in lines.lines else k for k in unknown)
+        raise NmtkitError(f"{file_name}: unknown key(s) {named}: {hint}", exit_code=2)
     config = {name: o.default for name, o in by_name.items()}
     for k, v in file_values.items():
-        config[k] = by_name[k].coerce(v, file_name)
+        config[k] = by_name[k].coerce(v, lines.where(k, file_name))
     for k, v in cli_values.items():
         if v is not None and k in by_name:
             config[k] = by_name[k].coerce(v, by_name[k].flag)

@@ -21,8 +21,8 @@ def test_a_value_a_colon_b_stays_text(tmp_path):
 @pytest.mark.parametrize("content, message", [
     (b"batch_size: 8\nbatch_size: 16\n", "invalid YAML (the key 'batch_size' is given twice, line 2)"),
     (b"model:\n  emb_size: 8\n  emb_size: 16\n", "invalid YAML (the key 'emb_size' is given twice, line 3)"),
-    (b"model:\n  dropout: 0.1\ntraining:\n  dropout: 0.3\n", "the key 'dropout' is given twice"),  # (two sections)
-    (b"emb_size: 8\nemb-size: 16\n", "the key 'emb_size' is given twice"),  # (both names of one key)
+    (b"model:\n  dropout: 0.1\ntraining:\n  dropout: 0.3\n", "the key 'dropout' is given twice (lines 2 and 4)"),
+    (b"emb_size: 8\nemb-size: 16\n", "the key 'emb_size' is given twice (lines 1 and 2)"),  # (both names of one key)
     (b"\xff\xfe\n", "not UTF-8 text (byte 1)"),
     (b"a: [1\n", "invalid YAML (while parsing a flow sequence, line 2)"),
     (b"- 1\n- 2\n", "a config must be a mapping of keys to values"),
@@ -41,6 +41,19 @@ def test_a_text_option_takes_text_alone(value):
 
     with pytest.raises(NmtkitError, match=r"^c.yaml: 'save_dir' expects text, got "):
         Option("save_dir", "checkpoints", "a folder").coerce(yaml.safe_load(value), "c.yaml")
+
+
+def test_a_value_or_key_refused_is_named_with_its_line(tmp_path):
+    from nmtkit.config import POSITIVE, Option, resolve
+
+    options = [Option("batch_size", 32, "sentences", allows=POSITIVE), Option("emb_size", 8, "size", allows=POSITIVE)]
+    (tmp_path / "c.yaml").write_text("# sizes\nmodel:\n  emb-size: 16\n\nbatch_size: 0\n")
+    with pytest.raises(NmtkitError, match=r"^c.yaml:5: 'batch_size' expects an integer >= 1, got 0$"):
+        resolve(options, read_yaml(tmp_path / "c.yaml"), {}, "c.yaml")
+    (tmp_path / "c.yaml").write_text("emb_size: 16\nbatch: 4\nlr: 1\n")
+    with pytest.raises(NmtkitError, match=r"^c.yaml: unknown key\(s\) batch \(line 2\), lr \(line 3\): see "):
+        resolve(options, read_yaml(tmp_path / "c.yaml"), {}, "c.yaml")
+    assert resolve(options, {"batch_size": 4}, {}, "c.yaml")["batch_size"] == 4  # (values without lines)
 
 
 def test_a_folder_or_a_missing_file_is_named(tmp_path):

@@ -76,7 +76,7 @@ def test_freeze_embeddings(corpus_dir, trained_ckpt, tmp_path):
 def test_option_errors(corpus_dir, tmp_path):
     (tmp_path / "bad.yaml").write_text("data: x\nlearning_rate: 0.1\n")
     r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
-    assert "bad.yaml: unknown key(s) learning_rate" in r.stderr and r.exit_code == 2
+    assert "bad.yaml: unknown key(s) learning_rate (line 2): no such option" in r.stderr and r.exit_code == 2
     r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
@@ -127,7 +127,8 @@ def test_options_of_another_architecture_are_one_line_errors(corpus_dir, tmp_pat
     assert "--nonsense: no such option; see 'nmtkit train --help'" in r.stderr
     (tmp_path / "l.yaml").write_text("arch: rnnsearch\nlayers: 4\nattention: local-m\n")
     r = run(["train", "--data", corpus_dir, "-c", tmp_path / "l.yaml"], ok=False)
-    assert "l.yaml: unknown key(s) attention, layers (not an option of --arch rnnsearch but of luong" in r.stderr
+    assert ("l.yaml: unknown key(s) layers (line 2), attention (line 3): not an option of --arch rnnsearch but of "
+            "luong") in r.stderr
     r = run(["train", "--data", corpus_dir, "--arch", "transformer-xl"], ok=False)
     assert "--arch: unknown architecture 'transformer-xl'" in r.stderr
 
