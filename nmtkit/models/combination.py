@@ -254,14 +254,15 @@ def make_combination(strategy: str, query_size: int, sizes: Mapping[str, int], a
     encoder's length; ``normalise``: each encoder layer-normalised before the joint attention (hierarchical its
     context, flat its states)."""
     if balance and strategy != "flat":
-        raise ValueError(f"balance_encoders weighs the states of flat's joint softmax; combination {strategy} has none")
+        raise ValueError(f"--balance-encoders weighs the states of flat's joint softmax; --combination {strategy} has "
+                         "none")
     if normalise and strategy == "concat":
-        raise ValueError("normalise_contexts normalises what flat and hierarchical attend over jointly; combination "
+        raise ValueError("--normalise-contexts normalises what flat and hierarchical attend over jointly; --combination "
                          "concat attends over each encoder apart")
     if strategy == "concat":
         if share or sentinel_size:
-            raise ValueError("combination concat has no shared projections and no sentinel (Table 1): use flat or "
-                             "hierarchical")
+            raise ValueError("--combination concat has no shared projections and no sentinel (Table 1): "
+                             "--share-projections and --sentinel go with flat or hierarchical")
         return ConcatCombination(query_size, sizes, att_size)
     if strategy == "flat":
         return FlatCombination(query_size, sizes, att_size, share, sentinel_size, balance, normalise)

@@ -28,7 +28,7 @@ from nmtkit.models.rnn_options import rnn_options
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Seq2Seq
 from nmtkit.models.state import DecoderState
 
-LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "emb_size == dec_size") + [
+LUONG_OPTIONS = rnn_options("LSTM", "LSTM", "--emb-size equal to --dec-size") + [
     Option("layers", 2, "LSTM layers of the encoder and of the decoder (luong)", allows=POSITIVE),
     Option("encoder_type", "brnn", "luong encoder: rnn (unidirectional, as in the paper) or brnn (bidirectional)",
            choices=("rnn", "brnn")),
@@ -53,7 +53,8 @@ class Luong(Seq2Seq):
                  param_init: float = 0.1):
         super().__init__()
         if tie_embeddings and emb_size != dec_size:
-            raise ValueError("tie_embeddings needs emb_size == dec_size for luong (W_s maps h~_t of size dec_size)")
+            raise ValueError(f"--tie-embeddings needs --emb-size ({emb_size}) equal to --dec-size ({dec_size}): W_s maps "
+                             "h~_t, of --dec-size, to the words")
         self.input_feed, self.dec_size, self.layers = input_feed, dec_size, layers
         self.encoder = TextEncoder(src_vocab, emb_size, enc_size, layers, "lstm", encoder_type == "brnn", dropout)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)

@@ -33,9 +33,10 @@ class LuongAttention(nn.Module):
         if score not in SCORES or kind not in KINDS:
             raise ValueError(f"unknown attention {kind}/{score}")
         if score == "dot" and query_size != memory_size:
-            raise ValueError(f"dot attention needs equal decoder ({query_size}) and memory ({memory_size}) sizes")
+            raise ValueError(f"--global-attention dot needs the decoder's state (--dec-size {query_size}) as large as the "
+                             f"encoder's ({memory_size})")
         if score == "location" and kind != "global":
-            raise ValueError("location-based scores are a global attention (Eq. 8)")
+            raise ValueError(f"--global-attention location scores are a global attention (Eq. 8), not --attention {kind}")
         if kind != "global" and window < 1:
             raise ValueError("local attention needs a window half-width D >= 1")
         self.score, self.kind, self.window = score, kind, window

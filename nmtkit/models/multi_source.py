@@ -113,7 +113,7 @@ class MultiSource(RNNDecoding):
         self.encoder_dropout = encoder_dropout
         readout_size = readout_size or emb_size
         if tie_embeddings and readout_size != emb_size:
-            raise ValueError("tie_embeddings needs readout_size == emb_size")
+            raise ValueError(f"--tie-embeddings needs --readout-size ({readout_size}) equal to --emb-size ({emb_size})")
         self.inputs = tuple(streams)
         texts = [name for name, (kind, _) in streams.items() if kind == TOKENS]
         if not texts:

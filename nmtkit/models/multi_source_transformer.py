@@ -173,7 +173,7 @@ class MultiSourceTransformer(Transformer):
         if streams[names[0]][0] != TOKENS:
             raise ValueError("the first of --encoders must be a text input (the Transformer's own encoder)")
         if normalise_contexts and combination != "hierarchical":
-            raise ValueError(f"normalise_contexts normalises hierarchical's per-encoder contexts; combination "
+            raise ValueError(f"--normalise-contexts normalises hierarchical's per-encoder contexts; --combination "
                              f"{combination} attends over none")
         # plain values, read while Transformer builds the decoder
         self.strategy, self.inputs, self.normalise = combination, names, normalise_contexts

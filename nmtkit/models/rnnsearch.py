@@ -28,7 +28,7 @@ from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder, RNNDecoding
 from nmtkit.models.rnn_options import rnn_options
 from nmtkit.models.state import DecoderState
 
-RNN_OPTIONS = rnn_options("GRU", "RNN", "readout_size == emb_size") + [
+RNN_OPTIONS = rnn_options("GRU", "RNN", "--readout-size equal to --emb-size") + [
     Option("att_size", 0, "attention MLP hidden size (0: the decoder size)", allows=COUNT),
     Option("readout_size", 0, "deep-output (maxout) size (0: the embedding size)", allows=COUNT),
     Option("decoder_cell", "gru", "decoder cell: gru (the papers' NMT models), lstm, or cgru (conditional GRU: "
@@ -47,7 +47,7 @@ class RNNSearch(RNNDecoding):
         att_size = att_size or dec_size
         readout_size = readout_size or emb_size
         if tie_embeddings and readout_size != emb_size:
-            raise ValueError("tie_embeddings needs readout_size == emb_size")
+            raise ValueError(f"--tie-embeddings needs --readout-size ({readout_size}) equal to --emb-size ({emb_size})")
         self.encoder = TextEncoder(src_vocab, emb_size, enc_size, dropout=dropout)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
         sizes = (emb_size, self.encoder.output_size, dec_size, att_size, readout_size, tgt_vocab, dropout, decoder_cell)

@@ -86,7 +86,7 @@ def test_balanced_flat_divides_each_encoders_weights_by_its_length(sentinel):
     _, _, over = comb(s, state.__getitem__, psi)
     assert torch.allclose(over, torch.full_like(over, 1 / over.size(1)), atol=1e-6)
     for strategy in ("concat", "hierarchical"):
-        with pytest.raises(ValueError, match=f"balance_encoders .* combination {strategy} has none"):
+        with pytest.raises(ValueError, match=f"--balance-encoders .* --combination {strategy} has none"):
             make_combination(strategy, H, SIZES, A, balance=True)
 
 
@@ -103,7 +103,7 @@ def test_hierarchical_can_normalise_each_encoders_context_before_eq_8_10(sentine
     assert torch.allclose(context, want, atol=1e-6) and torch.allclose(beta, want_beta, atol=1e-6)
     plain = run("hierarchical", sentinel=sentinel)[-1]
     assert torch.equal(per_encoder["src"], plain[1]["src"]) and not torch.allclose(beta, plain[2], atol=1e-3)
-    with pytest.raises(ValueError, match="normalise_contexts .* combination concat attends over each encoder apart"):
+    with pytest.raises(ValueError, match="--normalise-contexts .* --combination concat attends over each encoder apart"):
         make_combination("concat", H, SIZES, A, normalise=True)
 
 
@@ -197,5 +197,5 @@ def test_table_1_switches_change_the_parameters():
     with_sentinel = make_combination("hierarchical", H, SIZES, A, sentinel_size=H)
     assert {"energy.sentinel.weight", "value.sentinel.weight"} <= names(with_sentinel)
     assert with_sentinel.labels == ("src", "mt", SENTINEL)
-    with pytest.raises(ValueError, match="concat has no shared projections and no sentinel"):
+    with pytest.raises(ValueError, match="--combination concat has no shared projections and no sentinel"):
         make_combination("concat", H, SIZES, A, sentinel_size=H)

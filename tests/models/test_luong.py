@@ -94,5 +94,5 @@ def test_attention_reads_the_new_state():
 def test_options_are_registered_with_paper_names():
     names = {o.name for o in get_spec("luong").options}
     assert {"global_attention", "input_feed", "attention", "attention_window", "layers"} <= names
-    with pytest.raises(ValueError, match="tie_embeddings"):
+    with pytest.raises(ValueError, match="--tie-embeddings needs --emb-size"):
         Luong(10, 10, emb_size=8, dec_size=16, tie_embeddings=True)

@@ -84,7 +84,7 @@ def test_local_p_with_a_wide_window_equals_global():
 
 
 def test_invalid_combinations():
-    with pytest.raises(ValueError, match="dot attention needs equal"):
+    with pytest.raises(ValueError, match="--global-attention dot needs the decoder"):
         LuongAttention(4, 6, "dot")
     with pytest.raises(ValueError, match="location"):
         LuongAttention(4, 4, "location", "local-p")

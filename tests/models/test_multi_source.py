@@ -113,7 +113,7 @@ def test_encoders_option_and_refusals():
     for bad in ("src,src", "pe", "tgt"):
         with pytest.raises(NmtkitError, match="--encoders .*name each input stream once, from: src"):
             model(encoders=bad)
-    with pytest.raises(NmtkitError, match="--arch multi-source: combination concat has no shared projections"):
+    with pytest.raises(NmtkitError, match="--arch multi-source: --combination concat has no shared projections"):
         model(combination="concat", sentinel=True)
     with pytest.raises(NmtkitError, match="needs a text input"):
         model(encoders="image")

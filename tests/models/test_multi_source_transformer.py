@@ -146,7 +146,7 @@ def test_normalised_contexts_decode_step_by_step_and_weigh_encoders_apart_from_t
         betas[normalise] = (before, after)
     assert not torch.allclose(*betas[False], atol=1e-3)  # unnormalised, scale moves the weights
     torch.testing.assert_close(*betas[True], atol=1e-4, rtol=0)
-    with pytest.raises(NmtkitError, match="normalise_contexts normalises hierarchical"):
+    with pytest.raises(NmtkitError, match="--normalise-contexts normalises hierarchical"):
         model(combination="flat", normalise_contexts=True)
 
 

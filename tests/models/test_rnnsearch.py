@@ -97,7 +97,7 @@ def test_padding_in_a_batch_does_not_change_a_sentence():
 def test_tied_embeddings_share_the_weight():
     m = model(tie_embeddings=True)
     assert m.decoder.readout.output.weight is m.tgt_emb.weight
-    with pytest.raises(NmtkitError, match="--arch rnnsearch: tie_embeddings needs readout_size == emb_size"):
+    with pytest.raises(NmtkitError, match=r"--arch rnnsearch: --tie-embeddings needs --readout-size \(8\) equal to --emb-size \(16\)"):
         model(tie_embeddings=True, readout_size=8)
 
 

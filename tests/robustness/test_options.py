@@ -94,7 +94,7 @@ def test_yaml_values_are_checked_like_options(tmp_path, yaml_line, message):
     config = tmp_path / "run.yaml"
     config.write_text(f"data: x\n{yaml_line}\n")
     r = run(["train", "-c", config, "--save-dir", tmp_path / "run"], ok=False)
-    assert r.exit_code == 2 and r.stderr == f"error: {config}: {message}\n"
+    assert r.exit_code == 2 and r.stderr == f"error: {config}:2: {message}\n"
     assert not (tmp_path / "run").exists()
 
 
@@ -111,7 +111,7 @@ def test_whole_bounds_are_written_in_full():
 def test_options_that_do_not_go_together_are_one_line_errors(corpus_dir, tmp_path):
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", "--arch", "luong", "--tie-embeddings",
              "--emb-size", 8, "--dec-size", 16], ok=False)
-    assert r.exit_code == 2 and r.stderr.splitlines()[-1].startswith("error: --arch luong: tie_embeddings needs")
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1].startswith("error: --arch luong: --tie-embeddings needs --emb-size")
     assert "Traceback" not in r.stderr
 
 
