@@ -83,8 +83,8 @@ def named_systems(values: Sequence[str], option: str, several: bool = False) -> 
 
 
 def given_options(*names: str) -> list[str]:
-    """Which of the current command's parameters ``names`` the command line gave, as errors name them (none outside
-    a command)."""
+    """Which of the current command's parameters ``names`` the command line gave, as errors name them (a switch as
+    given: ``--no-feature-norm``), none outside a command."""
     from click.core import ParameterSource
 
     from nmtkit.cli.paths import option_name
@@ -93,7 +93,13 @@ def given_options(*names: str) -> list[str]:
     if ctx is None:
         return []
     params = {param.name: param for param in ctx.command.params}
-    return [option_name(params[name]) for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+
+    def named(param: click.Parameter) -> str:
+        if isinstance(param, click.Option) and param.secondary_opts and ctx.params.get(param.name) is False:
+            return max(param.secondary_opts, key=len)
+        return option_name(param)
+
+    return [named(params[name]) for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
 
 
 def check_goes_with(*rules: tuple[str, bool, str]) -> None:

@@ -137,7 +137,10 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
     config["arch"] = spec.name
     if not config["data"]:
         raise NmtkitError("--data: a corpus folder is required (here or in --config)", exit_code=2)
-    check_goes_with(*(spec.uses(config) if spec.uses else ()))  # (what only some settings of the architecture read)
+    if spec.uses:  # (what only some settings of the architecture, or of its corpus, read)
+        from nmtkit.data.shards import Corpus
+
+        check_goes_with(*spec.uses(config, Corpus.open(config["data"]).meta))
     decay = config["lr_schedule"] == "decay-on-worse"
     check_goes_with(("warmup_steps", not decay, "--lr-schedule inverse-sqrt"),
                     ("lr_decay", decay, "--lr-schedule decay-on-worse"), ("min_lr", decay, "--lr-schedule decay-on-worse"),

@@ -128,7 +128,7 @@ class Luong(Seq2Seq):
         return ModelOutput(self.output(self.dropout(h_tilde)), {"source": weights})
 
 
-def luong_uses(config: Mapping) -> list[tuple[str, bool, str]]:
+def luong_uses(config: Mapping, meta: CorpusMeta) -> list[tuple[str, bool, str]]:
     """The window is local attention's, the positions covered the location score's."""
     return [("attention_window", config["attention"] != "global", "--attention local-m or local-p"),
             ("location_max_len", config["global_attention"] == "location", "--global-attention location")]

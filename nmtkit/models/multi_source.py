@@ -220,9 +220,22 @@ def chosen_streams(config: Mapping, meta: CorpusMeta) -> dict[str, tuple[str, in
     return {n: (meta.streams[n].kind, meta.streams[n].size) for n in names}
 
 
+def sources_uses(config: Mapping, meta: CorpusMeta) -> list[tuple[str, bool, str]]:
+    """The image options are read by a feature encoder, encoder dropout with more than one encoder, and balancing
+    (flat's offsets of -log T_k) with more than one encoder or the sentinel: of multi-source and its Transformer."""
+    streams = chosen_streams(config, meta)
+    features = any(kind != TOKENS for kind, _ in streams.values())
+    several = len(streams) > 1
+    rules = [("feature_norm", features, "image features among --encoders"),
+             ("bounded_features", features, "image features among --encoders"),
+             ("encoder_dropout", several, "two or more --encoders"),
+             ("balance_encoders", several or config.get("sentinel", False), "two or more --encoders, or --sentinel")]
+    return [(name, used, goes_with) for name, used, goes_with in rules if name in config]
+
+
 @register_model("multi-source", OPTIONS, "several encoders (text: BiGRU; image features: projection), one GRU or "
                 "conditional-GRU decoder; concat, flat or hierarchical attention combination, optional sentinel "
-                "(multi-source-attention.txt)")
+                "(multi-source-attention.txt)", sources_uses)
 def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> MultiSource:
     return MultiSource(chosen_streams(config, meta), meta.target.size, **{k: v for k, v in option_values(config, OPTIONS).items()
                                                      if k != "encoders"})

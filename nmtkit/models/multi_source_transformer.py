@@ -35,7 +35,13 @@ from nmtkit.data.vocab import PAD, Vocab
 from nmtkit.models.combination import JointAttention
 from nmtkit.models.encoder import FeatureEncoder
 from nmtkit.models.multi_source import OPTIONS as RNN_MULTI_OPTIONS
-from nmtkit.models.multi_source import chosen_streams, combination_groups, encoder_statistics, hidden_encoders
+from nmtkit.models.multi_source import (
+    chosen_streams,
+    combination_groups,
+    encoder_statistics,
+    hidden_encoders,
+    sources_uses,
+)
 from nmtkit.models.multihead import MultiHeadAttention
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
@@ -255,7 +261,8 @@ class MultiSourceTransformer(Transformer):
 
 
 @register_model("multi-source-transformer", OPTIONS, "the Transformer with several encoders (text, image features); "
-                "serial, parallel, flat or hierarchical memory attention (multi-source-attention.txt carried over)")
+                "serial, parallel, flat or hierarchical memory attention (multi-source-attention.txt carried over)",
+                sources_uses)
 def build(config: dict, meta: CorpusMeta, vocabs: Mapping[str, Vocab]) -> MultiSourceTransformer:
     values = option_values(config, OPTIONS)
     streams = chosen_streams(config, meta)

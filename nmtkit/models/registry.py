@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 #: ``builder(config, meta, vocabs) -> Seq2Seq``: the resolved options of the architecture, the corpus'
 #: streams (kinds and sizes) and the vocabularies of its text streams.
 Builder = Callable[[dict, CorpusMeta, Mapping[str, Vocab]], "Seq2Seq"]
-#: ``uses(config) -> [(option, whether config uses it, what it goes with), ...]``: the options (of ``train``) that
-#: the architecture reads only with others, so that ``train`` refuses one given where it is not read
-Uses = Callable[[Mapping], Sequence[tuple[str, bool, str]]]
+#: ``uses(config, meta) -> [(option, whether config uses it, what it goes with), ...]``: the options (of ``train``)
+#: that the architecture reads only with others, or with some of the corpus' streams, so that ``train`` refuses one
+#: given where it is not read
+Uses = Callable[[Mapping, CorpusMeta], Sequence[tuple[str, bool, str]]]
 
 
 @dataclass

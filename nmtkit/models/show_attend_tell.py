@@ -91,7 +91,7 @@ class ShowAttendTell(RNNDecoding):
         return torch.full((batch.size,), self.max_caption_len, dtype=torch.long, device=batch.device)
 
 
-def captioner_uses(config: Mapping) -> list[tuple[str, bool, str]]:
+def captioner_uses(config: Mapping, meta: CorpusMeta) -> list[tuple[str, bool, str]]:
     """Validation's length limit a·|x| + b is a translation's: a caption ends at ``max_caption_len``."""
     return [(name, False, "a translation model (a caption ends at --max-caption-len)")
             for name in ("max_len_a", "max_len_b")]

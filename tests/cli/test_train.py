@@ -89,7 +89,13 @@ def test_option_errors(corpus_dir, tmp_path):
                                                                   "location"),
                              (["--lr-schedule", "inverse-sqrt", "--min-lr", 0.1], "--min-lr: goes with --lr-schedule "
                                                                                   "decay-on-worse"),
-                             (["--optimizer", "sgd", "--adam-beta2", 0.98], "--adam-beta2: goes with --optimizer adam")):
+                             (["--optimizer", "sgd", "--adam-beta2", 0.98], "--adam-beta2: goes with --optimizer adam"),
+                             (["--arch", "multi-source", "--no-feature-norm"], "--no-feature-norm: goes with image "
+                                                                               "features among --encoders"),
+                             (["--arch", "multi-source-transformer", "--encoder-dropout", 0.2], "--encoder-dropout: goes "
+                                                                                             "with two or more --encoders"),
+                             (["--arch", "multi-source", "--balance-encoders"], "--balance-encoders: goes with two or "
+                                                                                "more --encoders, or --sentinel")):
         r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", *options], ok=False)
         assert r.exit_code == 2 and r.stderr == f"error: {message}\n" and not (tmp_path / "y").exists()
     r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)

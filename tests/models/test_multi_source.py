@@ -119,6 +119,23 @@ def test_encoders_option_and_refusals():
         model(encoders="image")
 
 
+@pytest.mark.parametrize("encoders, sentinel, used", [
+    ("src,image", False, {"feature_norm", "bounded_features", "encoder_dropout", "balance_encoders"}),
+    ("src,mt", False, {"encoder_dropout", "balance_encoders"}),
+    ("image,src", False, {"feature_norm", "bounded_features", "encoder_dropout", "balance_encoders"}),
+    ("src", True, {"balance_encoders"}),  # (flat's offset -log T_1 weighs the states against the sentinel)
+    ("mt", False, set()),
+])
+def test_options_read_with_some_encoders_alone(encoders, sentinel, used):
+    """``train`` refuses these options where they are not read (tests/cli/test_train.py)."""
+    from nmtkit.models.registry import get_spec
+    from nmtkit.train.options import TRAIN_OPTIONS
+
+    spec = get_spec("multi-source")
+    config = {**{o.name: o.default for o in TRAIN_OPTIONS + spec.options}, "encoders": encoders, "sentinel": sentinel}
+    assert {name for name, reads, _ in spec.uses(config, META) if reads} == used
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_diagnostics_name_every_parameter_and_measure_each_encoder(config):
     m, b = model(**config), batch()
