@@ -130,16 +130,16 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     rows = FeatureSource(load_features(given[0], f"--src {given[0]}", count_lines(ref_path)),
                          name=f"--src {given[0]}") if given else None
     check_input_count(loaded, len(texts), "--src", features=rows is not None)
-    sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, truncate=False)
+    sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, strict=True)
     lines = zip(*([line.encode() for line in read_lines(p)] for p in texts)) if texts else rows.lines()
     form, fields_of = loaded.output_form, {s: k for k, s in enumerate(sources.fields)}
     images = set(feature_inputs(loaded))
     pairs, waiting = [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
-        if inputs is None or any(not len(inputs[stream]) for stream in images):
-            raise NmtkitError(f"{sources.name}:{n + 1}: an unusable input for perplexity"
-                              f"{'' if inputs is None else ' (no image named)'}")
+        assert inputs is not None  # (strict sources raise for an unusable line)
+        if any(not len(inputs[stream]) for stream in images):
+            raise NmtkitError(f"{sources.name}:{n + 1}: no image named: an unusable input for perplexity")
         waiting.append(inputs)
         if len(waiting) >= (sources.chunk_size or 1):  # images: a chunk through the CNN at once
             sources.finish(waiting)

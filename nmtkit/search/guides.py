@@ -12,7 +12,16 @@ from nmtkit.progress import warn
 from nmtkit.search.constrained import CONSTRAINTS, flat
 from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.prefix import PREFIX
-from nmtkit.search.sources import Inputs, Line, Source, StreamSources, TextSource, fields_of, line_text
+from nmtkit.search.sources import (
+    Inputs,
+    Line,
+    Source,
+    StreamSources,
+    TextSource,
+    fields_of,
+    line_text,
+    unusable,
+)
 
 
 def prefix_source(vocab: Vocab, limit: Optional[int], name: str) -> TextSource:
@@ -45,7 +54,7 @@ class ConstraintSource:
     none), each tokenised with the target vocabulary, as one stream item (phrases separated by ``</s>``). A line
     that is not such a list gives None, a warning naming it, and its number in ``invalid``."""
 
-    problem, reads_field = "with constraints that are not a JSON list of strings", True
+    problem, reads_field, strict = "with constraints that are not a JSON list of strings", True, False
 
     def __init__(self, vocab: Vocab, name: str):
         self.vocab, self.name, self.stream = vocab, name, CONSTRAINTS
@@ -58,8 +67,7 @@ class ConstraintSource:
             if not (isinstance(phrases, list) and all(isinstance(p, str) for p in phrases)):
                 raise ValueError(f"{type(phrases).__name__}, not a list of strings")
         except ValueError as e:  # (UnicodeDecodeError and JSONDecodeError too)
-            warn(f"{self.name}:{index + 1}: not a JSON list of strings ({e}); writing an empty line")
-            self.invalid.append(index + 1)
+            unusable(False, self.invalid, index, f"{self.name}:{index + 1}: not a JSON list of strings ({e})")
             return None
         encoded = [self.vocab.encode(phrase) for phrase in phrases]
         for phrase, ids in zip(phrases, encoded):
@@ -107,9 +115,8 @@ class GuidedSources:
         """Line ``index`` (from 0) as the model's inputs and its guides, or None."""
         fields, guides = fields_of(line), len(self.guides)
         if len(fields) <= guides:  # (the inputs' own sources check their fields, the guides' are the last ones)
-            self.wrong_fields.append(index + 1)
-            warn(f"{self.name}:{index + 1}: {len(fields)} field(s), expected {len(self.fields)} "
-                 f"({', '.join(self.fields)}); writing an empty line")
+            unusable(False, self.wrong_fields, index, f"{self.name}:{index + 1}: {len(fields)} field(s), expected "
+                     f"{len(self.fields)} ({', '.join(self.fields)})")
             return None
         own = fields[:-guides]
         inputs = self.sources.read(index, own[0] if len(own) == 1 else own)

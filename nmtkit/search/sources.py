@@ -1,6 +1,7 @@
 """What one input line becomes for the search: token ids of a text line (``translate``) or the CNN features of
 the image a line names (``caption``). An empty text line gives no ids and an unusable line None (each an empty
-output line); an unusable line also gets a warning naming it, and its number in ``invalid``.
+output line); an unusable line also gets a warning naming it, and its number in ``invalid`` (or, from a ``strict``
+source, as ``score`` reads, a one-line error).
 
 A model may read several inputs (``model.inputs``: ``src`` and ``mt`` for post-editing, ``src`` and ``image`` for
 multimodal translation): :class:`StreamSources` reads each line's fields, one per input, each with that stream's
@@ -34,6 +35,7 @@ class Source(Protocol):
     reads_field: bool  #: whether it reads a field of each line (a feature file's rows do not)
     problem: str  #: what was wrong with the lines in ``invalid``, for the final error
     invalid: list[int]  #: numbers (from 1) of the lines that gave None
+    strict: bool  #: whether a line it cannot use whole is an error (perplexity is of whole inputs)
 
     def read(self, index: int, raw: bytes) -> Optional[Item]:
         """Line ``index`` (from 0) as the model's input, or None."""
@@ -43,6 +45,15 @@ class Source(Protocol):
 
     # optional: ``finish(items) -> items``, what the items ``read`` gave become for the model (the features of
     # loaded images), and ``chunk_size``, how many lines a chunk may hold while they wait for it
+
+
+def unusable(strict: bool, noted: list[int], index: int, message: str) -> None:
+    """Line ``index`` (from 0) cannot be used, for the reason ``message`` (naming the file and line): if ``strict``,
+    a one-line error; else a warning (the command writes an empty line for it) and the line's number in ``noted``."""
+    if strict:
+        raise NmtkitError(message)
+    warn(f"{message}; writing an empty line")
+    noted.append(index + 1)
 
 
 def grid_labels(count: int) -> list[str]:
@@ -71,15 +82,15 @@ def reading_limit(model, max_input_len: Optional[int]) -> tuple[Optional[int], s
 
 class TextSource:
     """Text lines to token ids; a line longer than ``max_input_len`` tokens (None: no limit) is truncated with a
-    warning, or refused in one line unless ``truncate`` (perplexity is of whole inputs), or read whole with ``split``
+    warning, or refused in one line if ``strict`` (perplexity is of whole inputs), or read whole with ``split``
     (the search cuts it into pieces, :mod:`nmtkit.search.splitting`)."""
 
     problem, reads_field = "of invalid UTF-8", True
 
     def __init__(self, vocab: Vocab, max_input_len: Optional[int] = 250, name: str = "<stdin>", stream: str = "src",
-                 limited_by: str = "--max-input-len", truncate: bool = True, split: bool = False):
+                 limited_by: str = "--max-input-len", strict: bool = False, split: bool = False):
         self.vocab, self.max_input_len, self.name, self.stream = vocab, max_input_len, name, stream
-        self.limited_by, self.truncate, self.split = limited_by, truncate, split  # (limited_by: for messages)
+        self.limited_by, self.strict, self.split = limited_by, strict, split  # (limited_by: for messages)
         self.invalid: list[int] = []
         self.truncated = 0
 
@@ -87,14 +98,14 @@ class TextSource:
         try:
             text = line_text(index, raw)
         except UnicodeDecodeError as e:
-            warn(f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line); writing an empty line")
-            self.invalid.append(index + 1)
+            unusable(self.strict, self.invalid, index,
+                     f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line)")
             return None
         if not text.strip():
             return []
         ids = self.vocab.encode(text)
         if self.max_input_len is not None and len(ids) > self.max_input_len and not self.split:
-            if not self.truncate:
+            if self.strict:
                 raise NmtkitError(f"{self.name}:{index + 1}: {len(ids)} tokens, more than {self.max_input_len} "
                                   f"({self.limited_by})")
             warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} ({self.limited_by})")
@@ -114,8 +125,9 @@ class ImageSource:
     chunk_size = 256  # lines a chunk may hold: their images wait for the CNN in memory (0.6 MB each at 224 px)
 
     def __init__(self, cnn: torch.nn.Module, size: int, name: str = "<stdin>", stream: str = "image",
-                 batch_size: int = 16):
+                 batch_size: int = 16, strict: bool = False):
         self.cnn, self.size, self.name, self.stream, self.batch_size = cnn, size, name, stream, batch_size
+        self.strict = strict
         self.invalid: list[int] = []
 
     def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
@@ -130,8 +142,7 @@ class ImageSource:
             image = load_image(path, self.size)
         except (UnicodeDecodeError, NmtkitError) as e:
             problem = "not a UTF-8 file name" if isinstance(e, UnicodeDecodeError) else e
-            warn(f"{self.name}:{index + 1}: {problem}; writing an empty line")
-            self.invalid.append(index + 1)
+            unusable(self.strict, self.invalid, index, f"{self.name}:{index + 1}: {problem}")
             return None
         return image.numpy()
 
@@ -156,8 +167,8 @@ class FeatureSource:
 
     problem, reads_field = "without features", False
 
-    def __init__(self, features: np.ndarray, stream: str = "image", name: str = "--features"):
-        self.features, self.stream, self.name = features, stream, name
+    def __init__(self, features: np.ndarray, stream: str = "image", name: str = "--features", strict: bool = False):
+        self.features, self.stream, self.name, self.strict = features, stream, name, strict
         self.invalid: list[int] = []
 
     def lines(self) -> list[bytes]:
@@ -166,9 +177,8 @@ class FeatureSource:
 
     def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
         if index >= len(self.features):
-            warn(f"{self.name}: no row {index + 1} for input line {index + 1} (it has {len(self.features)}); "
-                 "writing an empty line")
-            self.invalid.append(index + 1)
+            unusable(self.strict, self.invalid, index, f"{self.name}: no row {index + 1} for input line {index + 1} "
+                     f"(it has {len(self.features)})")
             return None
         return finite_row(np.asarray(self.features[index], dtype=np.float32), self.name, index)
 
@@ -192,6 +202,7 @@ class StreamSources:
 
     def __init__(self, sources: Sequence[Source], name: str = "<stdin>"):
         self.sources, self.name = {source.stream: source for source in sources}, name
+        self.strict = any(source.strict for source in sources)  # (they are all strict, or none)
         self.wrong_fields: list[int] = []  #: numbers (from 1) of the lines with the wrong number of fields
 
     @property
@@ -222,9 +233,8 @@ class StreamSources:
         if len(fields) == 1 < len(expected) and not strip_newline(fields[0]).strip():  # (an empty line: empty inputs)
             fields *= len(expected)
         if expected and len(fields) != len(expected):  # (inputs all from feature rows: lines only count)
-            self.wrong_fields.append(index + 1)
-            warn(f"{self.name}:{index + 1}: {len(fields)} TAB-separated field(s), expected {len(expected)} "
-                 f"({', '.join(expected)}); writing an empty line")
+            unusable(self.strict, self.wrong_fields, index, f"{self.name}:{index + 1}: {len(fields)} TAB-separated "
+                     f"field(s), expected {len(expected)} ({', '.join(expected)})")
             return None
         given = iter(fields)
         items = [(stream, source.read(index, next(given) if source.reads_field else b""))
@@ -300,18 +310,20 @@ def read_inputs(loaded, features: bool = False) -> list[str]:
 
 def model_sources(loaded, model_path: str, names: Sequence[str], max_input_len: Optional[int] = 250,
                   cnn_weights: Optional[str] = None, features: Optional[FeatureSource] = None,
-                  truncate: bool = True, split: bool = False) -> StreamSources:
-    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (truncated or,
-    unless ``truncate``, refused beyond :func:`reading_limit`), feature streams made from image paths as its training
-    corpus made them, or the rows of ``features``; the ``k``-th input that lines hold is read from ``names[k]``."""
+                  strict: bool = False, split: bool = False) -> StreamSources:
+    """The sources of a loaded model's inputs, in order: text streams to ids with their vocabularies (truncated
+    beyond :func:`reading_limit`), feature streams made from image paths as its training corpus made them, or the rows
+    of ``features``; the ``k``-th input that lines hold is read from ``names[k]``. If ``strict``, a line that cannot
+    be read whole (too long, invalid UTF-8, an unreadable image) is a one-line error (perplexity is of whole
+    inputs)."""
     kinds = {stream: info.kind for stream, info in loaded.meta.streams.items()}
     named = dict(zip(read_inputs(loaded, features is not None), names))
     length, limited_by = reading_limit(loaded.model, max_input_len)
     sources: list[Source] = [
-        TextSource(loaded.vocabs[stream], length, named[stream], stream, limited_by, truncate, split)
+        TextSource(loaded.vocabs[stream], length, named[stream], stream, limited_by, strict, split)
         if kinds[stream] == TOKENS
-        else made_features(loaded, model_path, cnn_weights, named[stream], stream) if features is None
-        else FeatureSource(features.features, stream, features.name)
+        else made_features(loaded, model_path, cnn_weights, named[stream], stream, strict) if features is None
+        else FeatureSource(features.features, stream, features.name, strict)
         for stream in loaded.model.inputs]
     if features is not None:
         check_features(loaded, features.stream, features.features, features.name)
@@ -349,7 +361,8 @@ def image_source(loaded, model_path: str, cnn_weights: Optional[str] = None, nam
     return made_features(loaded, model_path, cnn_weights, name, "image")
 
 
-def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str, stream: str) -> ImageSource:
+def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str, stream: str,
+                  strict: bool = False) -> ImageSource:
     """The :class:`ImageSource` of a loaded model's feature stream: features made as its training corpus made them
     (the record its checkpoint carries; ``cnn_weights`` if the weights file has moved)."""
     if not loaded.images:
@@ -358,4 +371,4 @@ def made_features(loaded, model_path: str, cnn_weights: Optional[str], name: str
     spec = ImageSpec.from_record(loaded.images, cnn_weights)
     device = next(loaded.model.parameters()).device
     # batches keep a GPU busy; two CPU threads run one image as fast as 16, in less memory (bench/README.md)
-    return ImageSource(spec.network().to(device), spec.size, name, stream, 1 if device.type == "cpu" else 16)
+    return ImageSource(spec.network().to(device), spec.size, name, stream, 1 if device.type == "cpu" else 16, strict)

@@ -152,3 +152,12 @@ def test_perplexity_with_an_empty_source_line(trained_ckpt, tmp_path):
     r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / "src", "-r", tmp_path / "ref",
              "--score-only"])
     assert float(r.stdout) > 1
+
+
+def test_perplexity_of_an_unreadable_source_line_is_one_error(trained_ckpt, tmp_path):
+    """One line naming the file and line, no warning before it (an image path's: tests/cli/test_translate.py)."""
+    (tmp_path / "src").write_bytes(b"forty-two\n\xff seven\n")
+    (tmp_path / "ref").write_text("zwei und vierzig\nsieben\n")
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / "src", "-r", tmp_path / "ref"],
+            ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: {tmp_path / 'src'}:2: invalid UTF-8 (byte 1 of the line)\n"

@@ -466,8 +466,12 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     (tmp_path / "gap.img").write_text(img.read_text().split("\n")[0] + "\n\n")  # (no image for line 2)
     r = run(["score", "--metric", "ppl", "-m", ckpt, "--src", en, "--src", tmp_path / "gap.img", "-r",
              root / "data" / "test.de"], ok=False)
-    assert r.exit_code == 1 and r.stderr == (f"error: {en} + {tmp_path / 'gap.img'}:2: an unusable input for "
-                                             "perplexity (no image named)\n")
+    assert r.exit_code == 1 and r.stderr == (f"error: {en} + {tmp_path / 'gap.img'}:2: no image named: an unusable "
+                                             "input for perplexity\n")
+    (tmp_path / "gap.img").write_text(img.read_text().split("\n")[0] + "\nnone.png\n")
+    r = run(["score", "--metric", "ppl", "-m", ckpt, "--src", en, "--src", tmp_path / "gap.img", "-r",
+             root / "data" / "test.de"], ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: {tmp_path / 'gap.img'}:2: none.png: no such image\n"
     np.save(tmp_path / "short.npy", rows[:1])
     r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "short.npy", "-o", tmp_path / "o"], ok=False)
     assert r.exit_code == 2 and "expected an array [2 images, grid, D]" in r.stderr and not (tmp_path / "o").exists()
