@@ -6,7 +6,6 @@ import click
 from nmtkit.cli.options import Checked, check_goes_with
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.config import POSITIVE, PROBABILITY, Range
-from nmtkit.errors import NmtkitError
 
 
 @click.command("align", cls=Command)
@@ -31,7 +30,7 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
     nmtkit align --src train.en --tgt train.de -o lex.tsv
     nmtkit align --src train.en --tgt train.de --links train.links -o lex.tsv
     """
-    from nmtkit.data.text import check_parallel, check_readable, count_lines, iter_lines, open_output
+    from nmtkit.data.text import open_output, parallel_lines
     from nmtkit.progress import log, progress
     from nmtkit.tools.aligner import count_links, index_corpus, table_entries, train_ibm2
     from nmtkit.tools.lexicon import write_table
@@ -39,17 +38,14 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
     em = "EM training (no --links)"
     check_goes_with(("iterations", not links_path, em), ("diagonal_tension", not links_path, em),
                     ("null_prob", not links_path, em))
-    lines = check_parallel(src_path, tgt_path)
-    pairs = ((s.split(), t.split()) for s, t in zip(iter_lines(src_path), iter_lines(tgt_path)))
     if links_path:
-        n = count_lines(check_readable(links_path, allow_empty=True))
-        if n != lines:
-            raise NmtkitError(f"{links_path} has {n} lines but {src_path} has {lines}")
-        table = count_links(((s, t, l) for (s, t), l in zip(pairs, iter_lines(links_path))), str(links_path))
+        lines = parallel_lines(src_path, tgt_path, links_path)
+        table = count_links(((s.split(), t.split(), links) for s, t, links in lines), str(links_path))
         entries = sorted(((s, t, p) for (s, t), p in table.items() if p >= min_prob), key=lambda e: (e[0], -e[2]))
     else:
-        corpus = index_corpus(pairs)
-        log(f"{lines:,} sentence pairs, {len(corpus.src_words):,} source and {len(corpus.tgt_words):,} target words")
+        corpus = index_corpus((s.split(), t.split()) for s, t in parallel_lines(src_path, tgt_path))
+        log(f"{corpus.pairs:,} sentence pairs, {len(corpus.src_words):,} source and {len(corpus.tgt_words):,} target "
+            "words")
         with progress() as bar:
             task = bar.add_task("EM", total=iterations * len(corpus.chunks), info="")
             table, t = train_ibm2(corpus, iterations, diagonal_tension, null_prob, on_step=lambda: bar.advance(task))

@@ -7,8 +7,9 @@ import stat
 import sys
 import tempfile
 from contextlib import contextmanager
+from itertools import zip_longest
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional, Union
+from typing import IO, Any, Iterator, Optional, Union, cast
 
 from nmtkit.errors import NmtkitError, is_disk_full, writing
 
@@ -102,6 +103,23 @@ def check_parallel(*paths: PathLike) -> int:
             raise NmtkitError(f"{files[0]} has {counts[0]} lines but {f} has {n}: parallel files must have the "
                               "same number of lines")
     return counts[0]
+
+
+def parallel_lines(*paths: PathLike) -> Iterator[tuple[str, ...]]:
+    """The lines of parallel files side by side (see :func:`iter_lines`), each file read once from start to end, so
+    that a pipe will do. Files of different numbers of lines are a one-line error: before the first line where all
+    are regular files (:func:`check_parallel`), else once the shortest ends."""
+    if not any(is_stream(p) for p in paths):
+        check_parallel(*paths)
+    for p in paths:
+        check_readable(p, stream=True)
+    ended = object()
+    for n, lines in enumerate(zip_longest(*map(iter_lines, paths), fillvalue=ended)):
+        if ended in lines:
+            short, long = (paths[lines.index(ended)], paths[next(k for k, x in enumerate(lines) if x is not ended)])
+            raise NmtkitError(f"{short} has {n} lines but {long} has more: parallel files must have the same number "
+                              "of lines")
+        yield cast(tuple[str, ...], lines)
 
 
 def check_no_file_above(path: PathLike, option: str = "") -> None:

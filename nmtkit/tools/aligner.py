@@ -34,6 +34,11 @@ class Corpus:
     chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # src ids, src lens, tgt ids, tgt lens
 
     @property
+    def pairs(self) -> int:
+        """How many sentence pairs it holds (those with an empty side are left out)."""
+        return sum(len(src_lens) for _, src_lens, _, _ in self.chunks)
+
+    @property
     def null_id(self) -> int:
         return len(self.src_words)
 

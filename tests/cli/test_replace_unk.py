@@ -49,7 +49,7 @@ def test_errors(tmp_path):
     (tmp_path / "t").write_text("x\n")
     (tmp_path / "l").write_text("0-0\n0-1\n")
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"], ok=False)
-    assert "l has 2 lines but" in r.stderr
+    assert f"{tmp_path / 's'} has 1 lines but {tmp_path / 'l'} has 2" in r.stderr
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--null-prob", 1], ok=False)
     assert "--null-prob: expects a number in [0, 1), got '1'" in r.stderr and r.exit_code == 2
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l", "--iterations", 3],
@@ -73,3 +73,16 @@ def test_links_give_a_table(tmp_path):
     (tmp_path / "l").write_text("0-0 1-1\n0-0\n")
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"])
     assert r.stdout == "a\tx\t0.5\na\tz\t0.5\nb\ty\t1\n"
+
+
+def test_align_reads_pipes(tmp_path):
+    """Each file is read once (their lines were counted first: a pipe was refused as "not a regular file")."""
+    r = run(["align", "--src", pipe(tmp_path / "s", "a b\nc\n"), "--tgt", pipe(tmp_path / "t", "x y\nz\n"), "--links",
+             pipe(tmp_path / "l", "0-0 1-1\n0-0\n")])
+    assert r.stdout == "a\tx\t1\nb\ty\t1\nc\tz\t1\n"
+    r = run(["align", "--src", pipe(tmp_path / "s2", "a b\nc\n"), "--tgt", pipe(tmp_path / "t2", "x y\nz\n"), "--min-prob",
+             0.5])
+    assert [line.split("\t")[:2] for line in r.stdout.splitlines()] == [["a", "x"], ["b", "y"], ["c", "z"]]
+    r = run(["align", "--src", pipe(tmp_path / "s3", "a\n"), "--tgt", pipe(tmp_path / "t3", "x\ny\n")], ok=False)
+    assert r.exit_code == 1 and r.stderr == (f"error: {tmp_path / 's3'} has 1 lines but {tmp_path / 't3'} has more: "
+                                             "parallel files must have the same number of lines\n")
