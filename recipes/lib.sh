@@ -4,7 +4,7 @@
 #
 # Conventions every recipe follows:
 #   recipes/NAME.sh [--dry-run] [--gpus N] [WORKDIR]; -h prints that line. --dry-run prints each step's command
-#   instead of running it and creates nothing; --gpus N trains under 'torchrun --nproc-per-node N -m nmtkit train'.
+#   (downloads included) on standard output instead of running it, and creates nothing; --gpus N trains under 'torchrun --nproc-per-node N -m nmtkit train'.
 #   Everything is made under WORKDIR; downloads go to WORKDIR/downloads (through a .part file, checked).
 #   A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was: files are
 #   written through FILE.part and folders through DIR.part, then renamed; a training whose 'done' marker is missing
@@ -80,6 +80,7 @@ device=${DEVICE:-auto}
 downloader=${DOWNLOADER:-curl -fL --retry 3 -o}
 stage=""
 dry=0
+exec 3>&1  # the recipe's standard output, where --dry-run prints each step (also from within $(fetch ...))
 
 options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKDIR
   local default=$1 usage
@@ -202,7 +203,7 @@ stage() { stage=$1; echo "== $1" >&2; }
 fail() { echo "error: step${stage:+ $stage} failed: $*" >&2; exit 1; }
 
 step() {  # run a command, or print it with --dry-run; stop with a line naming the step if it fails
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; return; fi
+  if [ "$dry" = 1 ]; then { printf '%q ' "$@"; echo; } >&3; return; fi
   claim
   "$@" || fail "$*"
 }
@@ -210,7 +211,7 @@ step() {  # run a command, or print it with --dry-run; stop with a line naming t
 into() {  # into FILE COMMAND...: COMMAND's standard output into FILE (atomically), unless FILE exists
   local out=$1; shift
   [ -e "$out" ] && return
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; printf '> %q\n' "$out"; return; fi
+  if [ "$dry" = 1 ]; then { printf '%q ' "$@"; printf '> %q\n' "$out"; } >&3; return; fi
   claim
   "$@" > "$out.part" || { rm -f "$out.part"; fail "$* > $out"; }
   mv "$out.part" "$out"

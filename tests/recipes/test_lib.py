@@ -28,6 +28,14 @@ def test_a_dry_run_prints_each_step_and_runs_none(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_dry_run_prints_the_downloads_with_the_other_steps(tmp_path):
+    """(The steps of a download, run where the recipe reads its path as $(fetch URL), went to standard error.)"""
+    r = script(tmp_path, 'p=$(fetch https://x.org/a.gz)\necho "path=$p"', "--dry-run", DOWNLOADER="get")
+    d = f"{tmp_path}/w/downloads"
+    assert r.returncode == 0 and r.stdout.splitlines() == [
+        f"mkdir -p {d} ", f"get {d}/a.gz.part https://x.org/a.gz ", f"mv {d}/a.gz.part {d}/a.gz ", f"path={d}/a.gz"]
+
+
 def test_a_dry_run_prints_commands_a_shell_runs_as_printed(tmp_path):
     """(`into`'s output was printed unquoted: `> my work/y` writes to `my`)"""
     r = script(tmp_path, 'into "$work/my y" echo hi', "--dry-run", f"{tmp_path}/my work")

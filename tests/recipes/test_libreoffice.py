@@ -95,7 +95,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     out = r.stdout
     assert "-o " + str(tmp_path / "w" / "text") in out and "--dev 0.2 --test 0.2" in out
     assert f"{tmp_path}/w/downloads/libreoffice-help-zh-cn_7.4.7-1+deb12u14_all.deb" in out
-    assert f"{POOL}/libreoffice-help-zh-cn_7.4.7-1+deb12u14_all.deb" in r.stderr  # the download, on stderr
+    assert f"{POOL}/libreoffice-help-zh-cn_7.4.7-1+deb12u14_all.deb" in out  # the download
     assert "--tgt zh --vocab spm:60 --max-len 80" in out
     assert out.count("torchrun --nproc-per-node 2 -m nmtkit train") == 4
     assert "--arch target-attn --max-steps 2 --emb-size 8" in out and "--init-optimizer --init-lr" in out

@@ -83,7 +83,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     assert "--combination hierarchical --decoder-cell cgru --share-projections --no-sentinel" in trains[2]
     translations = [line for line in out.splitlines() if line.startswith("nmtkit translate")]
     assert [t.count(" -i ") for t in translations] == [1, 2, 2] and translations[1].split()[-3].endswith("test.img")
-    assert "get.sh" in r.stderr and "flickr30k-images.tar.gz" in r.stderr
+    assert "get.sh" in r.stdout and "flickr30k-images.tar.gz" in r.stdout
     assert not (tmp_path / "w").exists()
 
 

@@ -120,7 +120,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     assert "--init-lr --freeze-embeddings" in trains[2] and "target-attn/best.pt" in trains[2]
     assert sum("nmtkit translate" in line and "--beam 2" in line and "--attention-out" in line for line in out) == 2
     assert sum("--tokenize none" in line for line in out) == 4 and "--bleu-tokenize none" in r.stdout
-    assert all(url in r.stderr for url in URLS) and "get.sh" in r.stderr
+    assert all(url in r.stdout for url in URLS) and "get.sh" in r.stdout
     assert not (tmp_path / "w").exists()
     assert ((mirror[0] / "fetched").read_text() if (mirror[0] / "fetched").exists() else "") == fetched
 

@@ -71,7 +71,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     trains = [line for line in out if line.startswith("nmtkit train")]
     assert len(trains) == 3 and "--clip-norm 1.0" in trains[1] and "--clip-norm 1.0" in trains[2]
     assert f"curl -fL --retry 3 -o {tmp_path}/w/downloads/bitexts.tgz.part {LIUM}/bitexts.tgz" in \
-        recipe(root, tmp_path / "w", "--dry-run", DOWNLOADER="curl -fL --retry 3 -o").stderr
+        recipe(root, tmp_path / "w", "--dry-run", DOWNLOADER="curl -fL --retry 3 -o").stdout
     assert not (tmp_path / "w").exists()
 
 

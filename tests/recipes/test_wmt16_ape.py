@@ -113,7 +113,7 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     assert "torchrun --nproc-per-node 2 -m nmtkit train" in out
     assert "--combination flat --share-projections --sentinel" in out and "--decoder-cell gru" in out
     assert "-i " + str(tmp_path / "w" / "text" / "test.src") in out
-    assert "get.sh" in r.stderr and "TrainDev.zip" in r.stderr
+    assert "get.sh" in r.stdout and "TrainDev.zip" in r.stdout
     assert not (tmp_path / "w").exists()
 
 

@@ -111,7 +111,7 @@ def test_a_dry_run_prints_each_step_of_every_system_and_runs_none(mirror, tmp_pa
     assert (f"nmtkit score --metric bleu -r {w}/refs/newstest2014.ref0 -i {w}/out/tfmr.newstest2014.detok "
             f"--score-only > {w}/scores/tfmr.newstest2014.bleu") in out
     assert any("--vocab spm-bpe:32000 --max-len 50" in line for line in out)
-    assert "wmt16-test.tgz" in r.stderr and "wmt15-test.tgz" in r.stderr and "wmt14-test.tgz" in r.stderr
+    assert "wmt16-test.tgz" in r.stdout and "wmt15-test.tgz" in r.stdout and "wmt14-test.tgz" in r.stdout
     assert not w.exists()
 
 
