@@ -12,7 +12,8 @@
 #   --dry-run  prints each step's command and runs none (creates nothing)
 #   --gpus N   trains under 'torchrun --nproc-per-node N -m nmtkit train' (one process per GPU)
 # Inputs, each a local path or a URL (downloaded once into WORKDIR/downloads, checked, then unpacked):
-#   WMT16_APE  the data: a folder, or one or more archives (.zip, .tar.gz, .tgz; several separated by spaces),
+#   WMT16_APE  the data: a folder, or one or more archives (.zip, .tar.gz, .tgz; several separated by spaces, a
+#              single one's path may hold spaces),
 #              holding files named {train,dev,test}.{src,mt,pe} somewhere inside. The task's data is on LINDAT,
 #              http://hdl.handle.net/11372/LRT-1632 (linked from http://www.statmt.org/wmt16/ape-task.html), as
 #              TrainDev.zip (train and dev), Test.zip (test source and MT) and test_pe.zip (test post-edits): give
@@ -62,7 +63,8 @@ flags() {  # flags NAME: the options of Table 1's row NAME
 text=$work/text
 have_text=1
 for split in train dev test; do for ext in src mt pe; do [ -f "$text/$split.$ext" ] || have_text=0; done; done
-read -r -a items <<< "$data_in"
+if [ -e "$data_in" ]; then items=("$data_in")  # (one folder or archive, whose path may hold spaces)
+else read -r -a items <<< "$data_in"; fi
 if [ "$have_text" = 0 ]; then  # (the data is read for the text alone: a run that made it goes on without it)
   needed "$data_in" "WMT16_APE: give the WMT16 APE data, a folder or archives (http://hdl.handle.net/11372/LRT-1632: \
 TrainDev.zip Test.zip test_pe.zip; see the header)"

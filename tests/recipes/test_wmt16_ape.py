@@ -117,6 +117,16 @@ def test_a_dry_run_prints_each_step_and_runs_none(mirror, tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_folder_whose_path_holds_spaces_is_one_input(mirror, tmp_path):
+    """(WMT16_APE was split at spaces, as a list of archives: "my data" was two inputs, neither there.)"""
+    folder = tmp_path / "my data"
+    for archive in ("TrainDev.zip", "Test.zip", "test_pe.zip"):
+        zipfile.ZipFile(mirror / archive).extractall(folder)
+    r = recipe(mirror, tmp_path / "w", "--dry-run", WMT16_APE=str(folder))
+    assert r.returncode == 0, r.stderr
+    assert f"cp {tmp_path}/my\\ data/train/train.src {tmp_path}/w/text/train.src.part" in r.stdout
+
+
 @pytest.mark.parametrize("fault", ["missing", "corrupt"])
 def test_a_missing_or_corrupt_download_stops_with_one_line(mirror, tmp_path, fault):
     if fault == "corrupt":
