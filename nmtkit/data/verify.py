@@ -4,7 +4,8 @@ Checks, in order of cost: every file the manifest names is present with the reco
 SHA-256 of each (corpora written by nmtkit 0.2 or later record them); the vocabularies have the
 recorded sizes; every shard holds the manifest's streams with their kinds, offsets that start at 0,
 never decrease and end at the data's length, the recorded example and row counts, token ids within
-the vocabulary and feature rows of the stream's width. The first problem is one line naming the file.
+the vocabulary and feature rows of the stream's width; a held-out split's raw text (the reference for BLEU, the
+inputs) has a line per example. The first problem is one line naming the file.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 from nmtkit.data.manifest import MANIFEST, file_record, named_files
 from nmtkit.data.shards import Corpus, Shard
 from nmtkit.data.streams import TOKENS
+from nmtkit.data.text import count_lines
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import progress
 
@@ -67,6 +69,11 @@ def verify_corpus(corpus: Corpus, checksums: bool = True) -> Verified:
                                   "count twice)")
             listed.add(entry["file"])
             _check_shard(Shard(folder / entry["file"]), entry, manifest["streams"])
+        for name in ([info["reference"]] if info.get("reference") else []) + list(info.get("inputs", {}).values()):
+            lines = count_lines(folder / name)  # (validation pairs line i with example i: sacrebleu would drop extras)
+            if lines != info["sentences"]:
+                raise NmtkitError(f"{folder / name}: {lines:,} lines, but the {split} split holds {info['sentences']:,} "
+                                  "examples (changed since preprocessing)")
         examples[split] = info["sentences"]
     return Verified(len(names), records is not None and checksums, examples, total)
 

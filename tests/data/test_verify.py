@@ -125,6 +125,17 @@ def test_a_corpus_without_checksums_gets_the_structural_checks(corpus):
         check(corpus)
 
 
+@pytest.mark.parametrize("name", ["valid.de", "valid.en"])
+def test_held_out_text_of_another_length_is_named(corpus, name):
+    """(Without checksums a validation reference cut short was scored against as many hypotheses: sacrebleu pairs
+    the lines it has and drops the rest.)"""
+    edit_manifest(corpus, lambda m: m.pop("files"))
+    text = corpus / name
+    text.write_text("".join(text.read_text().splitlines(keepends=True)[:5]))
+    with pytest.raises(NmtkitError, match=f"{name}: 5 lines, but the valid split holds 40 examples"):
+        check(corpus)
+
+
 def test_a_shard_listed_twice_is_named(corpus):
     """(Its file intact: every size and checksum holds.)"""
     first = json.loads((corpus / "manifest.json").read_text())["splits"]["train"]["shards"][0]["file"]
