@@ -239,10 +239,10 @@ def _encode_split(name: str, files: Mapping[str, Path], n: int, vocabs: Mapping[
                 bar.update(task, completed=lineno)
     shards = writer.close()
     kept = sum(s["sentences"] for s in shards)
-    if kept == 0:
-        raise NmtkitError(f"{next(iter(files.values()))}: no example left after filtering (max length {max_len})")
     reasons = {"too_long": f"longer than {max_len} tokens", "empty": "with an empty stream", "bad_images": "with a bad image"}
     counted = [f"{k} {reasons[why]}" for why, k in dropped.items() if why != "too_long" or max_len]
+    if kept == 0:
+        raise NmtkitError(f"{next(iter(files.values()))}: no example left of {n} (dropped {', '.join(counted)})")
     log(f"{name}: {kept} examples in {len(shards)} shard(s)" + ("; dropped " + ", ".join(counted) if filtering else ""))
     info = {"shards": shards, "sentences": kept, "lines": n}
     if filtering:

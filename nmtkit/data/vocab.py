@@ -113,14 +113,19 @@ class WordVocab(Vocab):
             if token in first:
                 raise NmtkitError(f"{path}:{lineno}: {token!r} is listed again (first on line {first[token]})")
             first[token] = lineno
+        if not first:
+            raise NmtkitError(f"{path}: no word in it (a word list holds one a line: WORD, or WORD<TAB>COUNT)")
         return cls(list(first))
 
     @classmethod
     def build(cls, lines: Iterable[str], size: int) -> "WordVocab":
-        """The ``size`` most frequent words (specials included in the count), ties by first seen."""
+        """The ``size`` most frequent words (specials included in the count), ties by first seen; a special token
+        written in the text (``<unk>``) is the special, not a word of its own."""
         counts: Counter = Counter()
         for line in lines:
             counts.update(line.split())
+        for special in SPECIALS:
+            counts.pop(special, None)
         words = [w for w, _ in counts.most_common(max(0, size - len(SPECIALS)))]
         return cls(words)
 

@@ -39,6 +39,16 @@ def test_length_filter_and_empty_pairs_are_counted(tmp_path):
     assert corpus.reference_path("valid").read_text() == "x\ny\n"
 
 
+def test_no_example_left_says_why_each_was_dropped(tmp_path):
+    """(It blamed the length limit for pairs dropped as empty.)"""
+    train = _write(tmp_path, "train", ["", "a b c d e f", " "], ["x", "y", "z"])
+    valid = _write(tmp_path, "valid", ["a"], ["x"])
+    with pytest.raises(NmtkitError) as e:
+        preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50), max_len=5)
+    assert str(e.value) == (f"{tmp_path / 'train.en'}: no example left of 3 (dropped 1 longer than 5 tokens, 2 with "
+                            "an empty stream)")
+
+
 def test_existing_corpus_is_refused_without_overwrite(tmp_path):
     train, valid = _pairs(tmp_path)
     out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))

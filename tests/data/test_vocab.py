@@ -19,6 +19,12 @@ def test_word_vocab_keeps_the_most_frequent_words_and_maps_the_rest_to_unk():
     assert v.decode([PAD, BOS] + ids + [EOS]) == "the <unk> sat"
 
 
+def test_special_tokens_written_in_the_text_take_no_place_of_a_word():
+    """(``<unk>`` and ``<s>`` in the text were counted among the most frequent words, then dropped: fewer than N.)"""
+    v = WordVocab.build(["<unk> <s> the cat", "<unk> <s> the dog", "<unk> <s> a"], 4 + 3)
+    assert v.tokens == ["<pad>", "<unk>", "<s>", "</s>", "the", "cat", "dog"]
+
+
 def test_word_vocab_file_round_trip(tmp_path):
     v = WordVocab.build(TEXT, 50)
     v.save(tmp_path / "v.txt")
@@ -37,6 +43,7 @@ def test_word_list_without_specials_gets_them(tmp_path):
     ("hello\nthe cat sat\n", "v.txt:2: 'the cat sat' is not one word; a word list holds one a line"),
     ("hello\n\tworld\n", "v.txt:2: '' is not one word"),
     ("hello\nworld\t5\nhello\t2\n", "v.txt:3: 'hello' is listed again (first on line 1)"),
+    ("\n  \n\n", "v.txt: no word in it"),  # (taken as a list of the specials alone: every word <unk>)
 ])
 def test_a_word_list_of_lines_that_are_not_one_word_each_or_repeat_one_is_refused(tmp_path, text, message):
     (tmp_path / "v.txt").write_text(text)
