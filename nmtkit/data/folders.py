@@ -88,7 +88,8 @@ def check_output_folder(path: PathLike, what: str, replace: bool, option: str, r
         was = f"a {made[0]}" if made else "not made by nmtkit"
         raise NmtkitError(f"{option} {path}: {was}, so {by} leaves it alone (it replaces only a {what} nmtkit "
                           "made); remove it yourself or choose another folder", exit_code=2)
-    foreign = [name for name in _listing(path) if name not in made[1] and not name.endswith("/")]
+    folders = {f"{above.as_posix()}/" for name in made[1] for above in Path(name).parents if above != Path(".")}
+    foreign = [name for name in _listing(path) if name not in (folders if name.endswith("/") else made[1])]
     if foreign:
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
         raise NmtkitError(f"{option} {path}: holds {foreign[0]}{more}, which nmtkit did not make there, so {by} "

@@ -78,6 +78,12 @@ def test_preprocess_overwrite_never_deletes_its_inputs_or_other_files(text_dir, 
     r = run(["preprocess", "--train", work / "train", "--valid", corpus / "valid", "--src", "en", "--tgt", "de",
              "--vocab", "word:100", "-o", corpus, "--overwrite"], ok=False)
     assert f"-o {corpus}: holds the input {corpus / 'valid.en'}" in r.stderr
+    (corpus / "experiments" / "run1").mkdir(parents=True)  # (empty folders of the user's were removed with it)
+    r = run([*args, "-o", corpus, "--overwrite"], ok=False)
+    assert "holds experiments/ and 1 more, which nmtkit did not make there" in r.stderr
+    assert (corpus / "experiments" / "run1").is_dir()
+    (corpus / "experiments" / "run1").rmdir()
+    (corpus / "experiments").rmdir()
     (corpus / "notes.txt").write_text("mine\n")
     r = run([*args, "-o", corpus, "--overwrite"], ok=False)
     assert "holds notes.txt, which nmtkit did not make there" in r.stderr and (corpus / "notes.txt").exists()
