@@ -127,7 +127,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
         check_parallel(*texts, ref_path)
     device = pick_device("auto")
     loaded = load_model(model_path, device)
-    rows = FeatureSource(load_features(given[0], f"--src {given[0]}", count_lines(ref_path)),
+    rows = FeatureSource(load_features(given[0], f"--src {given[0]}", count_lines(ref_path), "lines"),
                          name=f"--src {given[0]}") if given else None
     check_input_count(loaded, len(texts), "--src", features=rows is not None)
     sources = model_sources(loaded, model_path, texts, max_input_len=None, features=rows, strict=True)

@@ -100,7 +100,7 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
             from nmtkit.data.text import count_lines, is_stream
 
             count = count_lines(input_paths[0]) if input_paths and not is_stream(input_paths[0]) else None
-            rows = FeatureSource(load_features(features, f"--features {features}", count), name=f"--features {features}")
+            rows = FeatureSource(load_features(features, f"--features {features}", count, "lines"), name=f"--features {features}")
         return model_sources(loaded, model_path, names, max_input_len, cnn_weights, rows, split=split_long)
 
     decoder = decode(source, options, input_paths=input_paths, fields=fields, max_len_a=max_len_a,

@@ -67,6 +67,8 @@ def load_image(path: PathLike, size: int) -> torch.Tensor:
             pixels = np.asarray(image.convert("RGB").resize((size, size), image_module.Resampling.BILINEAR))
     except FileNotFoundError:
         raise NmtkitError(f"{path}: no such image") from None
+    except IsADirectoryError:  # (an empty line of a list under --images names the folder itself)
+        raise NmtkitError(f"{path}: a folder, not an image") from None
     except (OSError, ValueError, image_module.DecompressionBombError) as e:
         raise NmtkitError(f"{path}: cannot read the image ({str(e).splitlines()[0] if str(e) else type(e).__name__})") \
             from None
@@ -158,10 +160,11 @@ class ImageSpec:
 FEATURE_SUFFIXES = (".npy", ".h5", ".hdf5")  #: files of precomputed features, as :func:`load_features` reads them
 
 
-def load_features(path: PathLike, option: str, count: Optional[int] = None) -> np.ndarray:
+def load_features(path: PathLike, option: str, count: Optional[int] = None, rows: str = "images") -> np.ndarray:
     """Precomputed features ``[images, grid, D]`` from ``.npy`` (memory-mapped) or HDF5 (dataset ``features``),
-    ``count`` images if given; errors name ``option`` (e.g. ``--features test=FILE``); its rows go through
-    :func:`finite_row` as they are read."""
+    ``count`` of them if given, one for each of that many ``rows`` (images, or lines of text), as messages say;
+    errors name ``option`` (e.g. ``--features test=FILE``); its rows go through :func:`finite_row` as they are
+    read."""
     path = Path(path)
     try:
         if path.suffix in FEATURE_SUFFIXES[1:]:
@@ -177,7 +180,7 @@ def load_features(path: PathLike, option: str, count: Optional[int] = None) -> n
     except (OSError, KeyError, ValueError) as e:
         raise NmtkitError(f"{option}: cannot read ({str(e).splitlines()[0]})", exit_code=2) from None
     if array.ndim != 3 or (count is not None and len(array) != count):
-        wanted = f"{count} images" if count is not None else "images"
+        wanted = f"{count} {rows}" if count is not None else rows
         raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
                           exit_code=2)
     return array
@@ -194,14 +197,16 @@ def finite_row(row: np.ndarray, option: str, index: int) -> np.ndarray:
 
 class SplitFeatures:
     """The image features of each split of a corpus being preprocessed: given precomputed (``given``: split ->
-    ``--features`` file, checked against the split's ``counts`` at once), or made by the CNN of ``spec``."""
+    ``--features`` file, checked against the split's ``counts`` at once: of images, or of ``rows``), or made by the
+    CNN of ``spec``."""
 
-    def __init__(self, spec: ImageSpec, given: Mapping[str, PathLike], counts: Mapping[str, int]):
+    def __init__(self, spec: ImageSpec, given: Mapping[str, PathLike], counts: Mapping[str, int],
+                 rows: str = "images"):
         unknown = sorted(set(given) - set(counts))
         if unknown:
             raise NmtkitError(f"--features {unknown[0]}=...: no such split (splits: {', '.join(counts)})", exit_code=2)
         self.spec, self.given = spec, {split: str(file) for split, file in given.items()}
-        self.arrays = {split: load_features(file, f"--features {split}={file}", counts[split])
+        self.arrays = {split: load_features(file, f"--features {split}={file}", counts[split], rows)
                        for split, file in self.given.items()}
         self.uses_cnn = not set(given) >= set(counts)
         self._cnn: Optional[VGG16Features] = None

@@ -284,7 +284,7 @@ def preprocess(out: PathLike, src_lang: Union[str, Sequence[str]], tgt_lang: str
         lists = images.lists(splits)
     counts = {split: check_parallel(*paths.values(), *([lists[split]] if split in lists else []))
               for split, paths in files.items()}
-    part = _MultimodalPart(images, SplitFeatures(images.spec, images.features, counts), lists) if images else None
+    part = _MultimodalPart(images, SplitFeatures(images.spec, images.features, counts, "lines"), lists) if images else None
 
     inputs = [*(f for paths in files.values() for f in paths.values()), *lists.values(), vocab.src_file, vocab.tgt_file]
     if images:

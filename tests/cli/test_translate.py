@@ -474,7 +474,7 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     assert r.exit_code == 1 and r.stderr == f"error: {tmp_path / 'gap.img'}:2: none.png: no such image\n"
     np.save(tmp_path / "short.npy", rows[:1])
     r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "short.npy", "-o", tmp_path / "o"], ok=False)
-    assert r.exit_code == 2 and "expected an array [2 images, grid, D]" in r.stderr and not (tmp_path / "o").exists()
+    assert r.exit_code == 2 and "expected an array [2 lines, grid, D]" in r.stderr and not (tmp_path / "o").exists()
     r = run(["translate", "-m", ckpt, "--features", tmp_path / "short.npy"], input="a red disc\nthe blue disc\n", ok=False)
     assert r.exit_code == 1 and r.stdout.split("\n")[1] == "" and "line(s) without features (line 2)" in r.stderr
     r = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--features", tmp_path / "test.npy"], ok=False)

@@ -117,6 +117,15 @@ def test_an_image_list_of_another_length_is_refused_before_anything_is_written(t
     assert e.value.exit_code == 2
 
 
+def test_an_empty_line_of_an_image_list_names_the_folder_as_not_an_image(tmp_path):
+    """(The folder --images names, which an empty line resolves to: "cannot read the image ([Errno 21] ...)".)"""
+    write_multimodal(tmp_path)
+    lines = (tmp_path / "train.img").read_text().splitlines()
+    (tmp_path / "train.img").write_text("\n".join(lines[:2] + [""] + lines[3:]) + "\n")
+    with pytest.raises(NmtkitError, match=rf"^\S*train\.img:3: {tmp_path}: a folder, not an image$"):
+        build(tmp_path)
+
+
 def test_a_missing_image_names_its_line_or_drops_the_training_example(tmp_path):
     write_multimodal(tmp_path)
     (tmp_path / "img1.png").unlink()  # lines 3 and 6 of train
@@ -159,7 +168,7 @@ def test_precomputed_features_per_line(tmp_path):
         assert all(np.array_equal(shard.get("image", i), array[i]) for i in range(len(array)))
     assert corpus.manifest["splits"]["test"]["inputs"] == {"src": "test.en"}
     np.save(tmp_path / "short.npy", arrays["valid"][:1])
-    with pytest.raises(NmtkitError, match=r"--features valid=\S*short\.npy: expected an array \[2 images, grid, D\]"):
+    with pytest.raises(NmtkitError, match=r"--features valid=\S*short\.npy: expected an array \[2 lines, grid, D\]"):
         preprocess(tmp_path / "c2", "en", "de", *[tmp_path / s for s in ROWS], vocab=WORDS,
                    images=SourceImages("img", features={**given, "valid": tmp_path / "short.npy"}))
     write_multimodal(tmp_path)  # lists again: valid and test from images, train given (of size 7, not 512)
