@@ -3,6 +3,7 @@ its signature (and, if asked, a bootstrap confidence interval); CIDEr-D (:mod:`n
 captions."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -22,11 +23,16 @@ def check_tokenizer(name: str, option: str = "--tokenize") -> None:
     if name not in BLEU.TOKENIZERS:
         raise NmtkitError(f"{option}: unknown tokenizer {name!r}; known: {', '.join(sorted(BLEU.TOKENIZERS))}",
                           exit_code=2)
+    sacrebleu_log = logging.getLogger("sacrebleu")
+    level = sacrebleu_log.level
+    sacrebleu_log.setLevel(logging.ERROR)  # (its notice that spm is now flores101 came before our one line)
     try:
         BLEU(tokenize=name)
     except (ImportError, OSError, RuntimeError) as e:
         raise NmtkitError(f"{option} {name}: sacrebleu cannot load this tokenizer: {' '.join(str(e).split())}") \
             from None
+    finally:
+        sacrebleu_log.setLevel(level)
 
 
 @dataclass

@@ -101,3 +101,21 @@ def test_bleu_n_is_named_in_its_line_and_signature(n):
     expected = BLEU(max_ngram_order=n).corpus_score(HYP, [REF1])
     assert got.score == expected.score and got.text == str(expected).replace("BLEU = ", f"BLEU-{n} = ")
     assert got.signature.endswith(f"|ngram:{n}") and "ngram" not in corpus_score("bleu", HYP, [REF1]).signature
+
+
+@pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")  # (sacrebleu's own call)
+def test_a_tokenizer_sacrebleu_cannot_download_is_one_line(tmp_path, monkeypatch, caplog):
+    """(sacrebleu's notice that spm is now flores101 went to stderr before the one-line error.)"""
+    from sacrebleu.tokenizers import tokenizer_spm
+
+    from nmtkit.errors import NmtkitError
+    from nmtkit.metrics.text import check_tokenizer
+
+    def offline(url, path):
+        raise OSError("no network")
+
+    monkeypatch.setattr(tokenizer_spm, "SACREBLEU_DIR", str(tmp_path))
+    monkeypatch.setattr(tokenizer_spm, "download_file", offline)
+    with pytest.raises(NmtkitError, match="^--tokenize spm: sacrebleu cannot load this tokenizer: no network$"):
+        check_tokenizer("spm")
+    assert not [record for record in caplog.records if record.name == "sacrebleu"]
