@@ -12,16 +12,7 @@ from nmtkit.progress import warn
 from nmtkit.search.constrained import CONSTRAINTS, flat
 from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.prefix import PREFIX
-from nmtkit.search.sources import (
-    Inputs,
-    Line,
-    Source,
-    StreamSources,
-    TextSource,
-    fields_of,
-    line_text,
-    unusable,
-)
+from nmtkit.search.sources import Inputs, Line, Source, StreamSources, TextSource, fields_of, line_text, unusable
 
 
 def prefix_source(vocab: Vocab, limit: Optional[int], name: str) -> TextSource:
