@@ -153,7 +153,8 @@ class Trainer:
     # -- starting points ------------------------------------------------------------
     def _resume(self) -> None:
         path = self.save_dir / "last.pt"
-        stale = sum(remove_stale_temp_files(self.save_dir / name) for name in ("last.pt", "best.pt"))
+        stale = sum(remove_stale_temp_files(self.save_dir / name)  # ("step-*.pt": a glob, as the temporary's name is)
+                    for name in ("last.pt", "best.pt", "step-*.pt", "config.yaml"))
         if stale and self.dist.is_main:
             log(f"removed {stale} temporary checkpoint file(s) of the killed run")
         ckpt = load_checkpoint(path, ("model", "config", "optimizer", "schedule", "stopping", "progress", "rng"))
@@ -387,7 +388,7 @@ class Trainer:
                             log(f"epoch {p.epoch - 1}: skipped {self.batches.skipped} examples longer than "
                                 f"{c['max_len']} tokens")
                         stop_reason = self._stop_reason(budget)
-                        if stop_reason:
+                        if stop_reason and self.stopping.last_step != p.step:  # (not twice the same model)
                             last_valid = self._validate_and_save()
         self.profiler.close()
         if self.dist.is_main:
@@ -404,6 +405,8 @@ class Trainer:
             return f"{c['max_time']:g} minutes of training done"
         if c["max_epochs"] and p.epoch > c["max_epochs"]:
             return f"{c['max_epochs']} epochs done"
+        if start and self.stopping.stopped:  # (a resumed run that had stopped early: --patience larger to go on)
+            return f"no improvement in {c['patience']} validations"
         return None
 
     def _time_up(self, budget: float, start: bool = False) -> bool:
@@ -467,6 +470,7 @@ class Trainer:
                 self._save("best.pt")
             self._keep_checkpoint()
         result = broadcast(result, self.dist)
+        self.stopping.last_step = result["step"]  # (every process: each decides alike whether to validate again)
         self.schedule.lr = result["lr"]
         set_lr(self.optimizer, self.schedule.lr)
         return result

@@ -27,21 +27,29 @@ class EarlyStopping:
     best: Optional[float] = None
     bad: int = 0
     best_step: Optional[int] = None  #: the update of the best validation (None: not known, as in older checkpoints)
+    last_step: Optional[int] = None  #: the update of the last validation (None: none yet, or not known)
 
     def update(self, value: float, step: Optional[int] = None) -> tuple[bool, bool]:
         """Record a validation result (of update ``step``); return (is_new_best, should_stop)."""
+        self.last_step = step
         improved = is_better(self.metric, value, self.best)
         if improved:
             self.best, self.bad, self.best_step = value, 0, step
         else:
             self.bad += 1
-        return improved, self.patience > 0 and self.bad >= self.patience
+        return improved, self.stopped
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``patience`` validations in a row brought no new best."""
+        return self.patience > 0 and self.bad >= self.patience
 
     def state(self) -> dict:
-        return {"best": self.best, "bad": self.bad, "best_step": self.best_step}
+        return {"best": self.best, "bad": self.bad, "best_step": self.best_step, "last_step": self.last_step}
 
     def load_state(self, state: dict) -> None:
         self.best, self.bad, self.best_step = state["best"], state["bad"], state.get("best_step")
+        self.last_step = state.get("last_step")
 
 
 def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device) -> dict:

@@ -431,3 +431,43 @@ def test_last_pt_is_saved_before_best_pt(reverse_corpus, tmp_path, monkeypatch):
     Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
                    valid_max_sentences=2)).train()
     assert saved == ["last.pt", "best.pt"]
+
+
+def _valid_steps(save_dir):
+    return [r["step"] for r in map(json.loads, (save_dir / "train.jsonl").read_text().splitlines())
+            if r["type"] == "valid"]
+
+
+def test_an_epoch_ending_at_a_validation_validates_its_model_once(tmp_path):
+    """(The end of the epoch validated the same model again, a second record of the step that --patience counted.)"""
+    corpus = write_reverse_corpus(tmp_path, train=96, valid=8)
+    cfg = config(data=str(corpus), save_dir=str(tmp_path / "a"), max_epochs=1, valid_every=1000, threads=1)
+    Trainer(cfg).train()
+    (steps,) = _valid_steps(tmp_path / "a")  # the updates of an epoch
+    Trainer({**cfg, "save_dir": str(tmp_path / "b"), "max_epochs": 2, "valid_every": steps}).train()
+    assert _valid_steps(tmp_path / "b") == [steps, 2 * steps]
+
+
+def test_resuming_a_run_that_stopped_early_changes_nothing(reverse_corpus, tmp_path):
+    """(It trained --valid-every more updates at each --resume, and stopped again.) A larger --patience goes on."""
+    cfg = config(data=str(reverse_corpus), save_dir=str(tmp_path), lr=1e-12, max_steps=100, valid_every=2, patience=1,
+                 valid_max_sentences=5, threads=1)
+    Trainer(cfg).train()
+    assert _valid_steps(tmp_path) == [2, 4]  # (BLEU no better at 4, with a learning rate of nothing)
+    before = {name: (tmp_path / name).read_bytes() for name in ("last.pt", "best.pt", "train.jsonl")}
+    Trainer(cfg, resume=True).train()
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    Trainer({**cfg, "patience": 2}, resume=True).train()
+    assert _valid_steps(tmp_path) == [2, 4, 6]
+
+
+def test_resume_removes_the_temporary_files_of_every_checkpoint_a_kill_left(reverse_corpus, tmp_path):
+    """(Those of step-N.pt, written under --keep-checkpoints, stayed.)"""
+    cfg = config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
+                 valid_max_sentences=5, keep_checkpoints=2)
+    Trainer(cfg).train()
+    left = [tmp_path / name for name in (".last.pt.x1.tmp", ".step-4.pt.x2.tmp", ".config.yaml.x3.tmp")]
+    for path in left:
+        path.write_bytes(b"part")
+    Trainer(cfg, resume=True)
+    assert not any(path.exists() for path in left) and (tmp_path / "step-2.pt").exists()
