@@ -15,7 +15,7 @@ import click
 
 from nmtkit.cli.options import check_goes_with, click_options, config_options
 from nmtkit.cli.paths import Command, ReadFile
-from nmtkit.config import read_yaml, resolve
+from nmtkit.config import FileValues, read_yaml, resolve
 from nmtkit.errors import NmtkitError
 from nmtkit.models import get_spec, model_names
 from nmtkit.models.registry import MODELS, ModelSpec, owners
@@ -46,12 +46,31 @@ def chosen_arch(args: list[str]) -> tuple[str, bool]:
     file_values = read_yaml(Path(config)) if config else {}
     if "arch" in file_values:
         return str(file_values["arch"]), True
-    saved = Path(str(_value(args, "--save-dir") or file_values.get("save_dir") or DEFAULTS["save_dir"])) / "config.yaml"
-    if "--resume" in args and saved.is_file():
-        arch = read_yaml(saved).get("arch")
+    save_dir = Path(str(_value(args, "--save-dir") or file_values.get("save_dir") or DEFAULTS["save_dir"]))
+    if "--resume" in args and (save_dir / "last.pt").is_file():
+        arch = run_config(save_dir, quiet=True).get("arch")
         if arch:
             return str(arch), True
     return DEFAULTS["arch"], False
+
+
+def run_config(save_dir: Path, quiet: bool = False) -> dict:
+    """The settings of the run in ``save_dir`` (which holds a last.pt): its ``config.yaml``, and for keys it lacks (a
+    file lost or cut short) those ``last.pt`` was trained with, with a warning unless ``quiet``."""
+    from nmtkit.checkpoint import load_checkpoint
+    from nmtkit.progress import warn
+
+    saved = save_dir / "config.yaml"
+    values = read_yaml(saved) if saved.is_file() else FileValues({}, {})
+    known = {o.name for o in TRAIN_OPTIONS} | {"arch"}
+    if known <= set(values):
+        return values
+    trained = load_checkpoint(save_dir / "last.pt")["config"]
+    taken = sorted(k for k in trained if k not in values)
+    if taken and not quiet:
+        what = "is missing" if not saved.is_file() else f"lacks {', '.join(taken[:4])}{' ...' if len(taken) > 4 else ''}"
+        warn(f"{saved} {what}: the run's settings taken from {save_dir / 'last.pt'}")
+    return FileValues({**{k: trained[k] for k in taken}, **values}, values.lines)
 
 
 def _key(flag: str) -> str:
@@ -69,10 +88,10 @@ def not_an_option(names: list[str], spec: ModelSpec) -> str:
     return "no such option; see 'nmtkit train --help'"
 
 
-def run_settings(saved: dict, spec: ModelSpec) -> dict:
+def run_settings(saved: FileValues, spec: ModelSpec) -> FileValues:
     """A run's saved config without other architectures' keys (nmtkit 0.1.0 saved every architecture's)."""
     own = {o.name for o in spec.options}
-    return {k: v for k, v in saved.items() if k in own or not owners(k)}
+    return FileValues({k: v for k, v in saved.items() if k in own or not owners(k)}, saved.lines)
 
 
 class ArchCommand(Command):
@@ -129,9 +148,10 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
     file_values = read_yaml(Path(config_file)) if config_file else {}
     config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
-    if resume and saved.exists():  # the run's own settings, unless given again here
-        settings = run_settings(read_yaml(saved), spec)
-        kept = {k: v for k, v in settings.items() if k not in file_values and values.get(k) is None}
+    if resume and (saved.parent / "last.pt").is_file():  # the run's own settings, unless given again here
+        settings = run_settings(run_config(saved.parent), spec)
+        kept = FileValues({k: v for k, v in settings.items() if k not in file_values and values.get(k) is None},
+                          settings.lines)
         resolve(options, kept, {}, str(saved), explain)  # a saved value that is refused is named as the saved file's
         config = resolve(options, {**kept, **file_values}, values, config_file or str(saved), explain)
     config["arch"] = spec.name

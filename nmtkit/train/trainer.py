@@ -335,8 +335,8 @@ class Trainer:
             return last_valid
         if self.dist.is_main:
             self.save_dir.mkdir(parents=True, exist_ok=True)
-            with atomic_output(self.save_dir / "config.yaml") as f:
-                f.write(yaml.safe_dump(c, sort_keys=False))
+            if not self.resumed:  # (a resumed run's, with last.pt: an attempt that saves nothing leaves the run's)
+                self._write_config()
             said = self.run_log.start(p.step if self.resumed else None)
             if said:
                 log(said)
@@ -499,6 +499,13 @@ class Trainer:
             "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
             "rng": rng_state(), **({"scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
         })
+        if name == "last.pt":
+            self._write_config()
+
+    def _write_config(self) -> None:
+        """``config.yaml``: the settings of the run as its ``last.pt`` holds them (or, before the first, will)."""
+        with atomic_output(self.save_dir / "config.yaml") as f:
+            f.write(yaml.safe_dump(self.config, sort_keys=False))
 
     def _decoding_payload(self) -> dict:
         """What a checkpoint needs to be decoded with (``FOR_DECODING``)."""

@@ -151,6 +151,11 @@ def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(cor
     assert yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())["dropout"] == 0.3
     r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 4, "--attention-window", 5], ok=False)
     assert r.exit_code == 2 and "--resume: --attention-window 5: the run in" in r.stderr  # (the model's: as built)
+    (tmp_path / "l" / "config.yaml").unlink()  # (lost: a plain --resume took the default architecture and options)
+    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 4])
+    assert f"warning: {tmp_path / 'l' / 'config.yaml'} is missing: the run's settings taken from" in r.stderr
+    saved = yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())
+    assert (saved["arch"], saved["layers"], saved["dropout"], saved["valid_max_sentences"]) == ("luong", 1, 0.3, 4)
 
 
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):

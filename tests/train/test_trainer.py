@@ -471,3 +471,16 @@ def test_resume_removes_the_temporary_files_of_every_checkpoint_a_kill_left(reve
         path.write_bytes(b"part")
     Trainer(cfg, resume=True)
     assert not any(path.exists() for path in left) and (tmp_path / "step-2.pt").exists()
+
+
+def test_a_resumed_attempt_that_saves_nothing_leaves_the_runs_settings(reverse_corpus, tmp_path):
+    """(config.yaml was written before the first update: the next plain --resume took the failed attempt's options.)"""
+    cfg = config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
+                 valid_max_sentences=5)
+    Trainer(cfg).train()
+    before = (tmp_path / "config.yaml").read_bytes()
+    with pytest.raises(Diverged):
+        Trainer({**cfg, "max_steps": 50, "lr": 1e30, "clip_norm": 0.0}, resume=True).train()
+    assert (tmp_path / "config.yaml").read_bytes() == before
+    Trainer({**cfg, "max_steps": 4}, resume=True).train()  # (a checkpoint saved: its settings with it)
+    assert "max_steps: 4" in (tmp_path / "config.yaml").read_text()
