@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import torch
@@ -106,8 +107,11 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
     """Read a checkpoint onto the CPU without running code from it (format 1 upgraded); it must hold the keys
     ``require``."""
     path = Path(path)
+    if path.is_dir():
+        raise NmtkitError(f"{path}: a folder, not a checkpoint")
     if not path.is_file():
         raise NmtkitError(f"{path}: no such checkpoint")
+    check_crc(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises many types for truncated or foreign files
@@ -121,6 +125,20 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
     if missing or "arch" not in ckpt.get("config", {"arch": ""}):
         raise NmtkitError(f"{path}: an incomplete nmtkit checkpoint (no {', '.join(missing) or 'arch in its config'})")
     return ckpt
+
+
+def check_crc(path: Path) -> None:
+    """A checkpoint's bytes as written: each member of its zip archive matches the CRC-32 recorded with it (which
+    ``torch.load`` does not check: changed bytes in a tensor would load as other weights), else a one-line error.
+    A file that is no zip archive (cut short, or not a checkpoint) is left to ``torch.load`` to refuse."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError):  # (RuntimeError: an encrypted member)
+        return
+    if damaged is not None:
+        raise NmtkitError(f"{path}: damaged: its {damaged} does not match the checksum written with it (changed since "
+                          "it was saved)")
 
 
 def same_state(a: object, b: object) -> bool:

@@ -59,6 +59,25 @@ def test_broken_or_foreign_files_are_clear_errors(tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+def test_changed_bytes_of_a_weight_are_found_by_the_archive_s_checksums(tmp_path):
+    """(``torch.load`` read them as other weights: a resumed run trained on, a translation decoded with them.)"""
+    import struct
+    import zipfile
+
+    save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.arange(64.0)}, "config": {"arch": "x"}})
+    member = next(m for m in zipfile.ZipFile(tmp_path / "c.pt").infolist() if "/data/" in m.filename)
+    data = bytearray((tmp_path / "c.pt").read_bytes())
+    name, extra = struct.unpack("<HH", data[member.header_offset + 26:member.header_offset + 30])  # (local header)
+    start = member.header_offset + 30 + name + extra + 4  # (the weight 1.0 on)
+    data[start:start + 16] = bytes(16)
+    (tmp_path / "c.pt").write_bytes(bytes(data))
+    with pytest.raises(NmtkitError, match=rf"c.pt: damaged: its {member.filename} does not match the checksum"):
+        load_checkpoint(tmp_path / "c.pt")
+    (tmp_path / "d.pt").mkdir()
+    with pytest.raises(NmtkitError, match="d.pt: a folder, not a checkpoint"):
+        load_checkpoint(tmp_path / "d.pt")
+
+
 @pytest.mark.parametrize("arch", sorted(OLD_NAMES))
 def test_a_format_1_checkpoint_loads_with_its_parameters_renamed(arch, tmp_path):
     config = {**TINY_CONFIG, "arch": arch, "layers": 1}
