@@ -26,6 +26,7 @@ from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.models.state import DecoderState
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.top_k import top_k
+from nmtkit.search.unwritten import mask_unwritten
 
 
 class BeamSearch:
@@ -86,6 +87,7 @@ class BeamSearch:
         b, k = self.size, self.k
         device = self.scores.device
         lp, state, attn = self.model.decode_step(self.prev, self.state)
+        mask_unwritten(lp)
         if self.attention:
             self.history = append_attention(self.history, attn)
         vocab = lp.size(1)

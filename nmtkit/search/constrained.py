@@ -31,6 +31,7 @@ from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.prefix import prefix_lengths
+from nmtkit.search.unwritten import mask_unwritten
 
 CONSTRAINTS = "constraints"  #: the batch stream of each sentence's constraints, phrases separated by ``</s>``
 Phrases = list[list[int]]
@@ -160,7 +161,7 @@ def constrained_beam_search(model: Seq2Seq, batch: Batch, constraints: Sequence[
         lp, state, attn = model.decode_step(prev, state)
         if attention:
             history = append_attention(history, attn)
-        lp = lp.float()
+        lp = mask_unwritten(lp.float())
         top_lp, top_ids = lp.topk(min(k + 1, lp.size(1)), dim=1)  # (k best others even where </s> is among them)
         extra = [(h.row, token) for s in active for h in s.live for token in h.progress.wanted(s.phrases) | {EOS}]
         rows = torch.tensor([r for r, _ in extra], dtype=torch.long, device=device)

@@ -11,6 +11,7 @@ from nmtkit.data.vocab import BOS, EOS
 from nmtkit.models.seq2seq import Seq2Seq, output_lengths
 from nmtkit.search.hypothesis import Hypothesis, append_attention, collect_attention
 from nmtkit.search.top_k import top_k
+from nmtkit.search.unwritten import mask_unwritten
 
 Pick = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  #: log-probabilities -> ([rows, 1] lp, ids)
 
@@ -36,6 +37,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_
     t = 0
     while active.numel():
         lp, state, attn = model.decode_step(prev, state)
+        mask_unwritten(lp)
         if attention:
             history = append_attention(history, attn)
         if nearest_limit <= t:
