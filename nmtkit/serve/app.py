@@ -205,6 +205,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     app = FastAPI(title="nmtkit", summary="Neural machine translation with attention", version=__version__,
                   lifespan=lifespan)
     app.state.batcher = batcher
+    app.state.unanswered = 0  # requests given no translation at a second signal (dropped, or cut off while decoded)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -292,6 +293,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
         except asyncio.CancelledError:  # (a second signal: the server stops without the requests in flight)
             outcome = Dropped("the server stopped before answering")
         if isinstance(outcome, Dropped):
+            app.state.unanswered += 1
             return error(503, f"{outcome}; try again", **{"Retry-After": "1"})
         if isinstance(outcome, Exception):
             return error(500, f"decoding failed: {outcome}")
@@ -323,8 +325,9 @@ def serve(app: FastAPI, host: str, port: int) -> None:
     several times longer when called from a thread other than the main one (each wakes its OpenMP team: about
     75 µs against 5-16 µs for a small one, bench/README.md), so the main thread decodes. A signal stops taking requests;
     those in flight are answered, then this returns. A second signal stops at once: the batch being decoded is
-    finished, the requests not decoded yet are dropped, and a one-line error counts them; so does one where the server
-    could not start."""
+    finished, the requests not decoded yet are dropped, and a one-line error counts the requests left without their
+    translation (those dropped, and those whose batch was decoded as the HTTP server stopped); a one-line error also
+    says when the server could not start."""
     # (no lifespan: the worker is this thread, stopped below; and a forced stop cancelled the lifespan's task, which
     # uvicorn then logged as a traceback)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
@@ -356,5 +359,6 @@ def serve(app: FastAPI, host: str, port: int) -> None:
             signal.signal(sig, handler)
     if not server.started:
         raise NmtkitError(f"--host/--port: could not serve on {host}:{port} (the log above says why)")
-    if batcher.dropped:
-        raise NmtkitError(f"stopped at a second signal: {batcher.dropped} request(s) dropped undecoded")
+    if app.state.unanswered or batcher.dropped:
+        raise NmtkitError(f"stopped at a second signal: {max(app.state.unanswered, batcher.dropped)} request(s) left "
+                          f"unanswered ({batcher.dropped} of them dropped undecoded)")
