@@ -29,22 +29,25 @@ class RunLog:
                        if not p.exists())
             self.path.replace(old)
             return f"moved the log of an earlier run that saved no last.pt to {old}"
-        kept, dropped = [], 0
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        kept, later, broken = [], 0, []
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                dropped += 1
+                broken.append(number)
                 continue
             if isinstance(record, dict) and record.get("step", 0) <= resumed_at:
                 kept.append(line)
             else:
-                dropped += 1
-        if dropped:
-            with atomic_output(self.path) as f:
-                f.write("".join(line + "\n" for line in kept))
-            return f"dropped {dropped} record(s) of {self.path} past step {resumed_at}, the step resumed from"
-        return None
+                later += 1
+        if not (later or broken):
+            return None
+        with atomic_output(self.path) as f:
+            f.write("".join(line + "\n" for line in kept))
+        said = [f"{later} record(s) past step {resumed_at}, the step resumed from"] if later else []
+        said += [f"{len(broken)} line(s) that are not JSON (line {', '.join(map(str, broken[:5]))}"
+                 f"{' ...' if len(broken) > 5 else ''}: cut short by a kill, or changed)"] if broken else []
+        return f"dropped from {self.path}: {'; '.join(said)}"
 
     def append(self, record: dict) -> None:
         with writing(self.path), open(self.path, "a", encoding="utf-8") as f:

@@ -21,9 +21,19 @@ def test_resuming_drops_the_records_past_the_checkpoint_and_a_line_cut_short(tmp
     log.write_text('{"type": "train", "step": 3}\n{"type": "valid", "step": 4}\n{"type": "train", "step": 6}\n'
                    '{"type": "tra')
     said = RunLog(log).start(resumed_at=4)
-    assert said == f"dropped 2 record(s) of {log} past step 4, the step resumed from"
+    assert said == (f"dropped from {log}: 1 record(s) past step 4, the step resumed from; 1 line(s) that are not JSON "
+                    "(line 4: cut short by a kill, or changed)")
     assert log.read_text() == '{"type": "train", "step": 3}\n{"type": "valid", "step": 4}\n'
     assert RunLog(log).start(resumed_at=4) is None
+
+
+def test_a_damaged_line_before_the_step_resumed_from_is_not_said_to_be_past_it(tmp_path):
+    """(It was counted among the records "past step N, the step resumed from".)"""
+    log = tmp_path / "train.jsonl"
+    log.write_text('{"type": "train", "step": 1}\ngarbage{\n{"type": "train", "step": 3}\n')
+    assert RunLog(log).start(resumed_at=3) == (f"dropped from {log}: 1 line(s) that are not JSON (line 2: cut short "
+                                               "by a kill, or changed)")
+    assert log.read_text() == '{"type": "train", "step": 1}\n{"type": "train", "step": 3}\n'
 
 
 def test_a_new_run_moves_a_dead_runs_log_aside(tmp_path):
@@ -55,7 +65,8 @@ def test_a_killed_and_resumed_run_logs_what_the_unkilled_run_logged(corpus_dir, 
     with open(killed / "train.jsonl", "a") as f:
         f.write('{"type": "train", "st')  # in the middle of a line
     r = run(["train", *options, "--save-dir", killed, "--resume", "--max-steps", 8])
-    assert "dropped 3 record(s)" in r.stderr
+    assert f"dropped from {killed / 'train.jsonl'}: 2 record(s) past step 4" in r.stderr
+    assert "1 line(s) that are not JSON (line 5:" in r.stderr
     whole = records(tmp_path / "whole" / "train.jsonl")
     assert [(r["type"], r["step"]) for r in whole] == [("train", 3), ("valid", 4), ("train", 6), ("valid", 8)]
     assert records(killed / "train.jsonl") == whole  # the loss window of step 6 spans the resume
