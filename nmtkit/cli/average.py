@@ -39,7 +39,16 @@ def command(checkpoints, run_dir, last, output, force):
         if not paths:
             raise NmtkitError(f"--run {run_dir}: no step-STEP.pt checkpoints (train with --keep-checkpoints N)",
                               exit_code=2)
+        if last and len(paths) < last:  # (fairseq's average_checkpoints refuses too: fewer is another average)
+            raise NmtkitError(f"--last {last}: the run in {run_dir} kept {len(paths)} step checkpoint(s) "
+                              f"({', '.join(p.name for p in paths)}); give --last {len(paths)} or fewer", exit_code=2)
         check_outputs([("--output", output)], [(f"--run {run_dir} ({p.name})", str(p)) for p in paths])
+    seen: dict[str, str] = {}
+    for path in map(str, paths):  # (the same file twice would weigh its model double)
+        key = os.path.realpath(path)
+        if key in seen:
+            raise NmtkitError(f"CHECKPOINTS: {path} is {seen[key]} again; give each checkpoint once", exit_code=2)
+        seen[key] = path
     if not force and os.path.lexists(output) and not is_average(output):
         raise NmtkitError(f"-o {output}: holds a file that is not an earlier average (a trained checkpoint, or "
                           "another file); give --force to replace it, or write the average to another file",
