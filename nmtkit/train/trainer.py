@@ -166,8 +166,8 @@ class Trainer:
         for name in (n for n in ours if ours[n] != theirs[n]):  # (e.g. --heads: a model of the same shapes)
             flag = "--" + name.replace("_", "-")
             raise NmtkitError(f"--resume: {flag} {ours[name]}: the run in {self.save_dir} built its model with {flag} "
-                              f"{theirs[name]}; resume without it (or start a new run, --init-from {path})",
-                              exit_code=2)
+                              f"{theirs[name]}; resume without it, here or in its config.yaml (or start a new run, "
+                              f"--init-from {path})", exit_code=2)
         trained = ckpt.get("vocab")
         changed = [name for name, vocab in self.corpus.vocabs.items()
                    if trained is not None and not same_state(trained.get(name), vocab.state())]

@@ -296,7 +296,7 @@ def test_resume_with_another_model_option_names_it_shapes_or_not(corpus_dir, tra
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and r.stderr.endswith(errors[0] + "\n") and r.exit_code == 2
     assert errors[0] == (f"error: --resume: --dec-size 40: the run in {save} built its model with --dec-size 48; "
-                         f"resume without it (or start a new run, --init-from {save / 'last.pt'})")
+                         f"resume without it, here or in its config.yaml (or start a new run, --init-from {save / 'last.pt'})")
     transformer = ["--arch", "transformer", "--d-model", 16, "--ffn-size", 32, "--heads", 2, "--enc-layers", 1,
                    "--dec-layers", 1]
     run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "t", *transformer, "--max-steps", 1, "--valid-every",
