@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Union, cast
 
 from nmtkit.errors import NmtkitError, is_disk_full, writing
+from nmtkit.progress import warn
 
 PathLike = Union[str, os.PathLike]
 
@@ -62,7 +63,13 @@ def is_stream(path: PathLike) -> bool:
 
 def count_lines(path: PathLike) -> int:
     """Number of lines in a file (a last line without newline counts)."""
-    n = 0
+    return _line_counts(path)[0]
+
+
+def _line_counts(path: PathLike) -> tuple[int, int]:
+    """Lines in a file (a last line without newline counts), and carriage returns not followed by a newline (old Mac
+    line endings, which end no line here; one split between two blocks read is counted too)."""
+    n = lone = 0
     last = b"\n"
     with open(path, "rb") as f:
         while True:
@@ -70,8 +77,9 @@ def count_lines(path: PathLike) -> int:
             if not block:
                 break
             n += block.count(b"\n")
+            lone += block.count(b"\r") - block.count(b"\r\n")
             last = block[-1:]
-    return n + (last != b"\n")
+    return n + (last != b"\n"), lone
 
 
 def iter_lines(path: PathLike) -> Iterator[str]:
@@ -95,9 +103,16 @@ def reference_streams(lines: list[str], separator: str = "\t") -> list[list[Opti
 
 
 def check_parallel(*paths: PathLike) -> int:
-    """Check that files exist, are non-empty and have the same number of lines; return it."""
+    """Check that files exist, are non-empty and have the same number of lines; return it. A file whose carriage
+    returns end lines of their own (old Mac line endings: lines are ended by a newline here) is warned of."""
     files = [check_readable(p) for p in paths]
-    counts = [count_lines(f) for f in files]
+    counted = [_line_counts(f) for f in files]
+    counts = [n for n, _ in counted]
+    for f, (n, lone) in zip(files, counted):
+        if lone > n:  # (more than one a line: not a stray one in some text)
+            warn(f"{f}: {lone:,} carriage returns (\\r) without a newline after them, in {n:,} line(s): lines end at "
+                 "a newline (\\n) alone here; a file of old Mac line endings reads as one line (convert it: "
+                 "tr '\\r' '\\n')")
     for f, n in zip(files[1:], counts[1:]):
         if n != counts[0]:
             raise NmtkitError(f"{files[0]} has {counts[0]} lines but {f} has {n}: parallel files must have the "

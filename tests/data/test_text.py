@@ -94,3 +94,15 @@ def test_a_pipe_or_a_device_is_written_into_not_replaced(tmp_path):
         f.write("eins\n")
     reader.join(10)
     assert got == [b"eins\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode) and os.listdir(tmp_path) == ["out.fifo"]
+
+
+def test_old_mac_line_endings_are_warned_of_and_crlf_is_not(tmp_path, capfd):
+    """(A file of \\r alone was one line, silently: OpenNMT-py, reading in text mode, sees 3.)"""
+    (tmp_path / "mac.en").write_bytes(b"a\rb\rc\r")
+    (tmp_path / "dos.en").write_bytes(b"a\r\nb\r\nc\r\n")
+    (tmp_path / "one.en").write_bytes(b"x\n")
+    assert check_parallel(tmp_path / "mac.en", tmp_path / "one.en") == 1
+    assert f"{tmp_path / 'mac.en'}: 3 carriage returns (\\r) without a newline after them, in 1 line(s)" in \
+        capfd.readouterr().err
+    assert check_parallel(tmp_path / "dos.en", tmp_path / "dos.en") == 3
+    assert "carriage returns" not in capfd.readouterr().err
