@@ -124,7 +124,9 @@ def test_a_refused_value_in_a_resumed_runs_config_names_that_file(corpus_dir, tr
     assert "\nsave_every: 0\n" in saved
     (save / "config.yaml").write_text(saved.replace("\nsave_every: 0\n", "\nsave_every: -1\n"))
     r = run(["train", "--save-dir", save, "--resume"], ok=False)
-    assert r.exit_code == 2 and r.stderr == f"error: {save / 'config.yaml'}: 'save_every' expects an integer >= 0, got -1\n"
+    line = saved.split("\n").index("save_every: 0") + 1  # (named with its line, as a --config file's values are)
+    assert r.exit_code == 2 and r.stderr == (f"error: {save / 'config.yaml'}:{line}: 'save_every' expects an integer "
+                                             ">= 0, got -1\n")
     run(["train", "--save-dir", save, "--resume", "--save-every", 0, "--max-steps", 121])  # given again: fine
 
 
