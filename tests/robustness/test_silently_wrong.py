@@ -29,7 +29,8 @@ def test_average_refuses_models_built_differently_with_equal_shapes(corpus_dir, 
     save_checkpoint(tmp_path / "swapped.pt", dict(ckpt, vocab=swapped))
     r = run(["average", a, tmp_path / "swapped.pt", "-o", tmp_path / "avg.pt"], ok=False)
     assert "(the vocabularies of tgt differ)" in r.stderr and not (tmp_path / "avg.pt").exists()
-    run(["average", a, a, "-o", tmp_path / "avg.pt"])
+    (tmp_path / "copy.pt").write_bytes(a.read_bytes())
+    run(["average", a, tmp_path / "copy.pt", "-o", tmp_path / "avg.pt"])
     resumed = {**ckpt["config"], "dropout": 0.3}  # a run resumed with another --dropout
     save_checkpoint(tmp_path / "resumed.pt", dict(ckpt, config=resumed))
     run(["average", a, tmp_path / "resumed.pt", "-o", tmp_path / "avg.pt"])  # how it trains: still one model
