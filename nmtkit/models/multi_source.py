@@ -28,6 +28,7 @@ from nmtkit.models.combination import STRATEGIES, Combination, Sentinel, make_co
 from nmtkit.models.encoder import FeatureEncoder, TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import RNNDecoder, RNNDecoding
+from nmtkit.models.rnn_options import check_tied_readout
 from nmtkit.models.rnnsearch import RNN_OPTIONS
 from nmtkit.models.seq2seq import AttentionWeights, ModelOutput, Paths
 from nmtkit.models.state import DecoderState
@@ -112,8 +113,7 @@ class MultiSource(RNNDecoding):
         super().__init__()
         self.encoder_dropout = encoder_dropout
         readout_size = readout_size or emb_size
-        if tie_embeddings and readout_size != emb_size:
-            raise ValueError(f"--tie-embeddings needs --readout-size ({readout_size}) equal to --emb-size ({emb_size})")
+        check_tied_readout(tie_embeddings, readout_size, emb_size)
         self.inputs = tuple(streams)
         texts = [name for name, (kind, _) in streams.items() if kind == TOKENS]
         if not texts:

@@ -17,3 +17,10 @@ def rnn_options(encoder: str, decoder: str, tie_needs: str) -> list[Option]:
         Option("param_init", 0.1, "initialise parameters uniformly in [-x, x] (0: PyTorch defaults)",
                allows=Range(0, 1), training_only=True),
     ]
+
+
+def check_tied_readout(tie_embeddings: bool, readout_size: int, emb_size: int) -> None:
+    """Tied embeddings of a deep-output decoder (rnnsearch's family, multi-source): the output layer's weights are
+    the target embeddings, so the readout is of their size; else a ValueError naming both options."""
+    if tie_embeddings and readout_size != emb_size:
+        raise ValueError(f"--tie-embeddings needs --readout-size ({readout_size}) equal to --emb-size ({emb_size})")

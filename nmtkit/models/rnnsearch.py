@@ -25,7 +25,7 @@ from nmtkit.models.cells import CELLS
 from nmtkit.models.encoder import TextEncoder
 from nmtkit.models.registry import option_values, register_model
 from nmtkit.models.rnn_decoder import BRIDGES, RNNDecoder, RNNDecoding
-from nmtkit.models.rnn_options import rnn_options
+from nmtkit.models.rnn_options import check_tied_readout, rnn_options
 from nmtkit.models.state import DecoderState
 
 RNN_OPTIONS = rnn_options("GRU", "RNN", "--readout-size equal to --emb-size") + [
@@ -46,8 +46,7 @@ class RNNSearch(RNNDecoding):
         super().__init__()
         att_size = att_size or dec_size
         readout_size = readout_size or emb_size
-        if tie_embeddings and readout_size != emb_size:
-            raise ValueError(f"--tie-embeddings needs --readout-size ({readout_size}) equal to --emb-size ({emb_size})")
+        check_tied_readout(tie_embeddings, readout_size, emb_size)
         self.encoder = TextEncoder(src_vocab, emb_size, enc_size, dropout=dropout)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb_size, padding_idx=PAD)
         sizes = (emb_size, self.encoder.output_size, dec_size, att_size, readout_size, tgt_vocab, dropout, decoder_cell)
