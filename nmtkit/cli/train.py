@@ -48,7 +48,8 @@ def chosen_arch(args: list[str]) -> tuple[str, bool]:
         return str(file_values["arch"]), True
     save_dir = Path(str(_value(args, "--save-dir") or file_values.get("save_dir") or DEFAULTS["save_dir"]))
     if "--resume" in args and (save_dir / "last.pt").is_file():
-        arch = run_config(save_dir, quiet=True).get("arch")
+        saved = save_dir / "config.yaml"  # (its arch alone: last.pt read only where the file lacks it)
+        arch = (read_yaml(saved) if saved.is_file() else {}).get("arch") or run_config(save_dir, quiet=True).get("arch")
         if arch:
             return str(arch), True
     return DEFAULTS["arch"], False

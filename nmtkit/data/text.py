@@ -125,9 +125,10 @@ def parallel_lines(*paths: PathLike) -> Iterator[tuple[str, ...]]:
     that a pipe will do. Files of different numbers of lines are a one-line error: before the first line where all
     are regular files (:func:`check_parallel`), else once the shortest ends."""
     if not any(is_stream(p) for p in paths):
-        check_parallel(*paths)
-    for p in paths:
-        check_readable(p, stream=True)
+        check_parallel(*paths)  # (each file checked readable too)
+    else:
+        for p in paths:
+            check_readable(p, stream=True)
     ended = object()
     for n, lines in enumerate(zip_longest(*map(iter_lines, paths), fillvalue=ended)):
         if ended in lines:
