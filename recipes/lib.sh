@@ -4,7 +4,8 @@
 #
 # Conventions every recipe follows:
 #   recipes/NAME.sh [--dry-run] [--gpus N] [WORKDIR]; -h prints that line. --dry-run prints each step's command
-#   (downloads included) on standard output instead of running it, and creates nothing; --gpus N trains under 'torchrun --nproc-per-node N -m nmtkit train'.
+#   (downloads included) on standard output instead of running it, and creates nothing; --gpus N trains under
+#   'torchrun --nproc-per-node N -m nmtkit train'.
 #   Everything is made under WORKDIR; downloads go to WORKDIR/downloads (through a .part file, checked).
 #   A step whose outputs exist is skipped, so a run that failed or was stopped resumes where it was: files are
 #   written through FILE.part and folders through DIR.part, then renamed; a training whose 'done' marker is missing
