@@ -159,18 +159,26 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
         raise NmtkitError(f"--weights: expects numbers separated by commas, got {text!r}", exit_code=2) from None
 
 
-def formatted(result: LineResult, n_best: int, output_format: str = "text") -> str:
+def formatted(result: LineResult, n_best: int, output_format: str = "text", name: str = "<stdin>") -> str:
     """What ``translate`` writes for one input line: its best output's text (and a newline); with ``n_best`` above
     1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
-    log-probability, C its mean per token); or, in ``json``, one object with the outputs and their numbers."""
+    log-probability, C its mean per token), and `` ||| ALIGNMENT`` after them where the result has alignments (as
+    Moses puts them; a warning naming line ``name``:N where a text holds ``|||``); or, in ``json``, one object
+    with the outputs and their numbers."""
     if output_format == "json":
         line = {"index": result.index, "outputs": result.outputs(), **result.flags()}
         return json.dumps(line, ensure_ascii=False) + "\n"
     if n_best == 1:
         return result.texts[0] + "\n"
-    return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}\n"
-                   for text, score, logprob, confidence in
-                   zip(result.texts, result.scores, result.logprobs, result.confidence))
+    if any(" ||| " in f" {text} " for text in result.texts):
+        from nmtkit.progress import warn
+
+        warn(f"{name}:{result.index + 1}: an output holds '|||', which its n-best lines also separate fields with: "
+             "--output-format json keeps it apart")
+    links = [f" ||| {alignment}" for alignment in result.alignments] if result.alignments else [""] * len(result.texts)
+    return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}"
+                   f"{link}\n" for text, score, logprob, confidence, link in
+                   zip(result.texts, result.scores, result.logprobs, result.confidence, links))
 
 
 def settings_of(options: dict, **more) -> DecodeSettings:
@@ -229,7 +237,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     decoder = Decoder(settings, sources, name, (f"--prefix-file {options['prefix_file']}",
                                                 f"--constraints {options['constraints_file']}"))
     interactive = options["flush"] or (not input_paths and sys.stdin.isatty())
-    start, count, not_finite, unusable = time.perf_counter(), 0, [], []
+    start, count, not_finite, unusable, truncated = time.perf_counter(), 0, [], [], 0
     with ExitStack() as files:
         stream = lines if lines is not None else input_lines(input_paths, fields, files)
         if guide_files:
@@ -247,7 +255,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
                         not_finite.append(result.index + 1)
                     if result.unusable:
                         unusable.append(result.index + 1)
-                    out.write(formatted(result, settings.n_best, options["output_format"]))
+                    truncated += result.truncated
+                    out.write(formatted(result, settings.n_best, options["output_format"], name))
                     if links and result.alignments is not None:
                         links.write(result.alignments[0] + "\n")
                     if not output_path:
@@ -260,6 +269,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
             raise
     seconds = time.perf_counter() - start
     log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
+    if truncated:
+        log(f"{truncated} line(s) with an input or prefix cut at a length limit (the warnings above name them)")
     problems = [f"{len(lines)} line(s) {problem} (line {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''})"
                 for lines, problem in ((unusable, decoder.source.problem),
                                        (not_finite, "whose scores the model gave as NaN or infinite")) if lines]

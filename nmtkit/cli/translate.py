@@ -64,7 +64,6 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     from nmtkit.progress import log
     from nmtkit.search.sources import (
         FeatureSource,
-        TextSource,
         check_input_count,
         check_translator,
         feature_inputs,
@@ -109,10 +108,6 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
                      attention_head=attention_head, cnn_weights=cnn_weights, shortlist=shortlist_path,
                      shortlist_first=shortlist_first, shortlist_best=shortlist_best, edit_cost=edit_cost,
                      replace_unk=replace_unk, dictionary=dict_path, alignments_path=alignments_path)
-    texts = [s for s in decoder.sources[0].sources.values() if isinstance(s, TextSource)]  # the first model's
-    truncated = sum(s.truncated for s in texts)
-    if truncated:
-        log(f"{truncated} line(s) truncated to {texts[0].max_input_len} tokens")
     counts = decoder.unk_counts
     if counts is not None:
         log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "

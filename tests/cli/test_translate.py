@@ -617,6 +617,11 @@ def test_alignments_link_every_output_word_to_a_word_of_its_input(trained_ckpt, 
         assert all(i < len(line.split()) for i, _ in pairs)
     plain = run(["translate", "-m", trained_ckpt], input="\n".join(lines) + "\n").stdout.splitlines()
     assert [o["text"] for o in outputs] == plain  # aligning changes no output
+    r = run(["translate", "-m", trained_ckpt, "--alignments", tmp_path / "links", "--n-best", 2],
+            input="\n".join(lines) + "\n")
+    rows = [row.split(" ||| ") for row in r.stdout.splitlines()]
+    assert len(rows) == 6 and all(len(row) == 5 for row in rows)  # (Moses: each output's alignment last)
+    assert [row[4] for row in rows[0::2]] == links[:3] and (tmp_path / "links").read_text().split("\n") == links
 
 
 def test_constraints_put_their_phrases_in_the_outputs(trained_ckpt, tmp_path):

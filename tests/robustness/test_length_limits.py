@@ -30,6 +30,12 @@ def test_an_input_longer_than_the_positions_is_truncated_and_every_line_gets_its
     assert f"<stdin>:2: {positions + 5} tokens, truncated to {positions - 1} (the most this model reads: its " \
            f"{positions} positions)" in r.stderr
     assert f"<stdin>:4: {positions} tokens, truncated to {positions - 1}" in r.stderr
+    assert "\n2 line(s) with an input or prefix cut at a length limit" in r.stderr
+    (tmp_path / "prefix.de").write_text(" ".join(["sieben"] * (positions + 5)) + "\n\n\n\n")
+    r = run(["translate", "-m", tmp_path / "run" / "last.pt", "--beam", 2, "--prefix-file", tmp_path / "prefix.de"],
+            input="\n".join(lines) + "\n")
+    assert f"prefix.de:1: {positions + 5} tokens, truncated to" in r.stderr  # (line 1: its prefix alone)
+    assert "\n3 line(s) with an input or prefix cut at a length limit" in r.stderr
     model = tmp_path / "run" / "last.pt"
     r = run(["translate", "-m", model, "-m", model, "--beam", 2, "--max-len-a", 10], input="\n".join(lines) + "\n")
     outputs = r.stdout.split("\n")[:-1]  # an ensemble's outputs stop at its members' table too

@@ -1,0 +1,23 @@
+"""How translate writes a line's outputs: n-best lines with their alignments, and a warning where a text holds the
+n-best field separator."""
+from __future__ import annotations
+
+from nmtkit.cli.decoding import formatted
+from nmtkit.search.translator import LineResult
+
+
+def test_n_best_lines_end_with_each_outputs_alignment_where_there_are_alignments():
+    result = LineResult(3, ["a b", ""], [-1.0, 0.0], [-2.0, 0.0], [3, 0], alignments=["0-0 1-1", ""])
+    assert formatted(result, 2) == ("3 ||| a b ||| -1.0000 ||| logprob=-2.0000 confidence=-0.6667 ||| 0-0 1-1\n"
+                                    "3 |||  ||| 0.0000 ||| logprob=0.0000 confidence=0.0000 ||| \n")  # (5 fields each)
+    result.alignments = None
+    assert formatted(result, 2).splitlines()[0] == "3 ||| a b ||| -1.0000 ||| logprob=-2.0000 confidence=-0.6667"
+    assert formatted(result, 1) == "a b\n"
+
+
+def test_a_text_holding_the_field_separator_is_warned_of(capsys):
+    for texts, warned in ((["a ||| b", "c"], True), (["|||", "c"], True), (["a|||b", "c"], False)):
+        formatted(LineResult(1, texts, [-1.0, -2.0], [-1.0, -2.0], [2, 2]), 2, name="in.en")
+        assert ("warning: in.en:2: an output holds '|||'" in capsys.readouterr().err) == warned
+    formatted(LineResult(1, ["a ||| b"], [-1.0], [-1.0], [2]), 1, name="in.en")  # (one a line: no fields)
+    assert capsys.readouterr().err == ""
