@@ -79,14 +79,28 @@ def _key(flag: str) -> str:
     return name[3:] if name.startswith("no_") and owners(name[3:]) else name
 
 
+COMMAND_LINE_ONLY = ("config", "resume", "init_from", "init_optimizer", "init_lr")  #: options that no file sets
+
+
 def not_an_option(names: list[str], spec: ModelSpec) -> str:
-    """Why keys are refused: another architecture's options, or nobody's."""
+    """Why keys (or flags) are refused: options of the command line alone, another architecture's options, or
+    nobody's; each reason after the names it is of, where they have more than one."""
     keys = [_key(n) for n in names]
-    others = sorted({o for k in keys for o in owners(k)} - {spec.name})
-    if others:
-        return (f"not an option of --arch {spec.name} but of {', '.join(others)}; "
-                f"see 'nmtkit train --arch {spec.name} --help'")
-    return "no such option; see 'nmtkit train --help'"
+    only_given = [f"--{k.replace('_', '-')}" for k in keys if k in COMMAND_LINE_ONLY]
+    theirs = [(n, k) for n, k in zip(names, keys) if k not in COMMAND_LINE_ONLY and set(owners(k)) - {spec.name}]
+    nobodys = [n for n, k in zip(names, keys) if k not in COMMAND_LINE_ONLY and not set(owners(k)) - {spec.name}]
+    reasons = []
+    if only_given:
+        reasons.append((", ".join(only_given), "given on the command line only, not in a config file"))
+    if theirs:
+        others = sorted({o for _, k in theirs for o in owners(k)} - {spec.name})
+        reasons.append((", ".join(n for n, _ in theirs), f"not an option of --arch {spec.name} but of "
+                        f"{', '.join(others)}; see 'nmtkit train --arch {spec.name} --help'"))
+    if nobodys:
+        reasons.append((", ".join(nobodys), "no such option; see 'nmtkit train --help'"))
+    if len(reasons) == 1 and not only_given:
+        return reasons[0][1]
+    return "; ".join(f"{named}: {reason}" for named, reason in reasons)
 
 
 def run_settings(saved: FileValues, spec: ModelSpec) -> FileValues:

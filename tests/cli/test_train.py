@@ -77,6 +77,13 @@ def test_option_errors(corpus_dir, tmp_path):
     (tmp_path / "bad.yaml").write_text("data: x\nlearning_rate: 0.1\n")
     r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
     assert "bad.yaml: unknown key(s) learning_rate (line 2): no such option" in r.stderr and r.exit_code == 2
+    (tmp_path / "bad.yaml").write_text("data: x\nresume: true\nheads: 2\ninit-lr: true\nrate: 1\n")
+    r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
+    assert r.stderr == (f"error: {tmp_path / 'bad.yaml'}: unknown key(s) resume (line 2), heads (line 3), init_lr "
+                        "(line 4), rate (line 5): --resume, --init-lr: given on the command line only, not in a config "
+                        "file; heads: not an option of --arch rnnsearch but of bitatt-transformer, "
+                        "multi-source-transformer, transformer; see 'nmtkit train --arch rnnsearch --help'; rate: no "
+                        "such option; see 'nmtkit train --help'\n") and r.exit_code == 2
     r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
