@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
-from nmtkit.cli.options import setting
+from nmtkit.cli.options import check_goes_with, setting
 from nmtkit.cli.paths import Command, ReadFile, WriteFile
 from nmtkit.errors import NmtkitError
 
@@ -71,6 +71,8 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
         read_inputs,
     )
 
+    check_goes_with(("shortlist_first", bool(shortlist_path), "--shortlist"),
+                    ("shortlist_best", bool(shortlist_path), "--shortlist"))
     if (attention_layer or attention_head) and not (options["attention_out"] or alignments_path):
         raise NmtkitError("--attention-layer and --attention-head go with --attention-out or --alignments",
                           exit_code=2)

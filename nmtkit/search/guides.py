@@ -90,7 +90,7 @@ class GuidedSources:
     @property
     def problem(self) -> str:
         problems = [self.sources.problem] if self.sources.invalid else []
-        problems += [guide.problem for guide in self.guides if guide.invalid]
+        problems += [f"{guide.problem} in {guide.name}" for guide in self.guides if guide.invalid]
         problems += ["with the wrong number of fields"] if self.wrong_fields else []
         return " or ".join(problems)
 

@@ -31,6 +31,7 @@ Line = Union[bytes, Sequence[bytes]]  #: one input line: its bytes (one input), 
 
 
 class Source(Protocol):
+    name: str  #: what its messages call it (``--prefix-file p.txt``, an input's path)
     stream: str  #: the input stream the model reads
     reads_field: bool  #: whether it reads a field of each line (a feature file's rows do not)
     problem: str  #: what was wrong with the lines in ``invalid``, for the final error

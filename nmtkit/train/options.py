@@ -18,9 +18,9 @@ from nmtkit.train.profiling import PROFILE
 from nmtkit.train.schedules import SCHEDULES
 
 TRAIN_OPTIONS = [
-    Option("data", "", "corpus folder written by 'nmtkit preprocess'"),
-    Option("arch", "rnnsearch", "architecture: one of the registered models (docs/models.md)"),
-    Option("save_dir", "checkpoints", "folder for best.pt, last.pt, config.yaml and train.jsonl"),
+    Option("data", "", "corpus folder written by 'nmtkit preprocess'", metavar="DIR"),
+    Option("arch", "rnnsearch", "architecture: one of the registered models (docs/models.md)", metavar="NAME"),
+    Option("save_dir", "checkpoints", "folder for best.pt, last.pt, config.yaml and train.jsonl", metavar="DIR"),
     Option("batch_size", 64, "sentences per batch, or target+source tokens per batch with --batch-type tokens",
            allows=POSITIVE),
     Option("batch_type", "sents", "count batches in sentences or tokens", choices=("sents", "tokens")),

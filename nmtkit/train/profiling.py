@@ -20,23 +20,26 @@ _LAUNCHES = ("cudaLaunch", "cuLaunch")  #: host-side names of a kernel's launch 
 _SYNCS = ("Synchronize",)  #: host waits: cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize
 
 
-def profiled_updates(spec: str) -> Optional[range]:
-    """The updates ``--profile A:B`` names (None for ``""``); a one-line error if B comes before A."""
+def profiled_updates(spec: str, max_steps: int = 0) -> Optional[range]:
+    """The updates ``--profile A:B`` names (None for ``""``); a one-line error if B comes before A, or A after
+    ``max_steps`` (0: no limit)."""
     if not spec:
         return None
     first, last = map(int, spec.split(":"))
     if last < first:
         raise NmtkitError(f"--profile {spec}: the last update comes before the first", exit_code=2)
+    if max_steps and first > max_steps:
+        raise NmtkitError(f"--profile {spec}: past --max-steps {max_steps}, so nothing would be profiled", exit_code=2)
     return range(first, last + 1)
 
 
 class UpdateProfiler:
-    """Starts ``torch.profiler`` before the first update of ``spec`` and writes its findings after the last (or
-    at :meth:`close`, where training stops sooner). The trainer calls :meth:`before` and :meth:`after` around each
-    update."""
+    """Starts ``torch.profiler`` before the first of ``updates`` (:func:`profiled_updates`; None: none) and writes
+    its findings after the last (or at :meth:`close`, where training stops sooner). The trainer calls
+    :meth:`before` and :meth:`after` around each update."""
 
-    def __init__(self, spec: str, save_dir: Path, device: torch.device):
-        self.updates, self.save_dir, self.device = profiled_updates(spec), save_dir, device
+    def __init__(self, updates: Optional[range], save_dir: Path, device: torch.device):
+        self.updates, self.save_dir, self.device = updates, save_dir, device
         self._profiler: Optional[torch.profiler.profile] = None
         self._seconds: list[float] = []
         self._first = 0  # the first update profiled

@@ -47,7 +47,7 @@ from nmtkit.train.optim import (
     make_optimizer,
     set_lr,
 )
-from nmtkit.train.profiling import UpdateProfiler
+from nmtkit.train.profiling import UpdateProfiler, profiled_updates
 from nmtkit.train.run_log import RunLog
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
@@ -88,6 +88,7 @@ class Trainer:
                  init_from: Optional[str] = None, init_optimizer: bool = False, init_lr: bool = False):
         config = dict(config, lr=DEFAULT_LR[config["optimizer"]] if config["lr"] is None else config["lr"])
         self.config = config
+        profiled = profiled_updates(config["profile"], config["max_steps"])  # (checked before any work)
         self.dist = dist or DistInfo()
         self.device = pick_device(config["device"])
         if self.dist.enabled and self.device.type == "cuda":
@@ -143,10 +144,7 @@ class Trainer:
                                        config["pad_multiple"] or (8 if self.device.type == "cuda" else 1),
                                        width_caps(self.model))
         self.run_log = RunLog(self.save_dir / "train.jsonl")
-        self.profiler = UpdateProfiler(config["profile"] if self.dist.is_main else "", self.save_dir, self.device)
-        if self.profiler.updates is not None and config["max_steps"] and self.profiler.updates.start > config["max_steps"]:
-            raise NmtkitError(f"--profile {config['profile']}: past --max-steps {config['max_steps']}, so nothing would "
-                              "be profiled", exit_code=2)
+        self.profiler = UpdateProfiler(profiled if self.dist.is_main else None, self.save_dir, self.device)
         self.diagnostics: dict[str, float] = {}  # --diagnostics of the update to log next
         self.resumed = resume
 

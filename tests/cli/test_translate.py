@@ -206,6 +206,9 @@ def test_a_shortlist_restricts_the_output_to_its_words(trained_ckpt, text_dir, t
     (tmp_path / "bad").write_text("x y z\n")
     r = run(["translate", "-m", trained_ckpt, "--shortlist", tmp_path / "bad"], input="one\n", ok=False)
     assert r.exit_code == 1 and "bad:1: 'z' is not a number" in r.stderr
+    for option in ("--shortlist-first", "--shortlist-best"):  # (ignored without a shortlist: refused)
+        r = run(["translate", "-m", trained_ckpt, option, 5], input="one\n", ok=False)
+        assert r.exit_code == 2 and r.stderr == f"error: {option}: goes with --shortlist\n" and not r.stdout
 
 
 SRC = ["forty-two", "", "seven hundred one", "three", "nine"]
@@ -657,11 +660,14 @@ def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tm
     assert r.exit_code == 1 and r.stdout.split("\n")[1:3] == ["", ""]
     named = f"--constraints {tmp_path / 'c.jsonl'}"
     assert f"{named}:2: not a JSON list of strings" in r.stderr and f"{named}:3" in r.stderr
-    assert "2 line(s) with constraints that are not a JSON list of strings (line 2, 3)" in r.stderr
+    assert r.stderr.endswith(f"error: <stdin>: 2 line(s) with constraints that are not a JSON list of strings in "
+                             f"{named} (line 2, 3); each got an empty output line\n")
     (tmp_path / "p.txt").write_bytes(b"\n\xff\n\n")
     r = run(["translate", "-m", trained_ckpt, "--prefix-file", tmp_path / "p.txt", "--constraints", tmp_path / "c.jsonl"],
             input="one\ntwo\nthree\n", ok=False)  # (line 2's prefix unusable too: its constraints still read, named)
     assert f"{tmp_path / 'p.txt'}:2: invalid UTF-8" in r.stderr and f"{named}:2: not a JSON list of strings" in r.stderr
+    assert r.stderr.endswith(f"error: <stdin>: 2 line(s) of invalid UTF-8 in --prefix-file {tmp_path / 'p.txt'} or "
+                             f"with constraints that are not a JSON list of strings in {named} (line 2, 3); each got an empty output line\n")
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl", "--sampling"], input="one\n",
             ok=False)
     assert r.exit_code == 2 and "--constraints: a constrained beam search, not --sampling" in r.stderr
