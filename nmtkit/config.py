@@ -155,6 +155,7 @@ class Option:
     type: Optional[builtins.type] = None  # defaults to the type of ``default``
     allows: Optional[Allowed] = None
     training_only: bool = False  # shapes how a model trains (dropout, initialisation), not what it computes after
+    metavar: str = ""  # its value's form in --help (DIR, NAME; '': from its type)
 
     def __post_init__(self) -> None:
         if self.default is None and self.type is None:

@@ -50,7 +50,8 @@ def click_options(options: Sequence[Option]) -> list[click.Option]:
         if o.kind is bool:
             made.append(click.Option([f"{o.flag}/--no-{o.flag[2:]}", o.name], default=None, help=o.help + default))
         else:
-            made.append(click.Option([o.flag, o.name], type=click_type(o), default=None, help=o.help + default))
+            made.append(click.Option([o.flag, o.name], type=click_type(o), default=None, help=o.help + default,
+                                     metavar=o.metavar or None))
     return made
 
 

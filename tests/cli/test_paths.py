@@ -109,6 +109,13 @@ def test_an_output_that_cannot_be_written_is_one_line(text_dir):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_folders_missing_on_an_outputs_path_are_made_when_it_is_written_only(trained_ckpt, tmp_path):
+    run(["translate", "-m", trained_ckpt, "-o", tmp_path / "out" / "today" / "test.de"], input="one\n")
+    assert (tmp_path / "out" / "today" / "test.de").read_text().count("\n") == 1
+    r = run(["translate", "-m", tmp_path / "none.pt", "-o", tmp_path / "later" / "test.de"], input="one\n", ok=False)
+    assert r.exit_code != 0 and not (tmp_path / "later").exists()  # (a command that fails first makes nothing)
+
+
 def test_dash_reads_the_standard_input_where_an_option_reads_it(trained_ckpt, text_dir):
     """(`-i -` said "-: no such file")"""
     src, ref = text_dir / "test.en", text_dir / "test.de"

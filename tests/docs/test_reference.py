@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import click
 import pytest
 from click import Option
 
@@ -61,6 +62,37 @@ def test_the_page_shows_an_example(command):
     commands = [c.text for b in page_blocks(f"docs/{PAGES[command]}") if b.lang == "console" for c in b.commands()]
     assert any(re.search(rf"(^|[|;&(]\s*|\$\()nmtkit {re.escape(command)}\b", c) for c in commands), \
         f"docs/{PAGES[command]} has no console example of 'nmtkit {command}'"
+
+
+def shown_form(option: Option, ctx: click.Context) -> str:
+    """What an options table gives as the form of ``option``'s value: its choices, its metavar, or nothing (a
+    switch), each in backticks."""
+    if option.is_flag:
+        return ""
+    if isinstance(option.type, click.Choice):
+        return ", ".join(f"`{choice}`" for choice in option.type.choices)
+    return f"`{option.make_metavar(ctx)}`"
+
+
+@pytest.mark.parametrize("command", sorted(PAGES))
+def test_the_options_tables_give_the_forms_that_help_shows(command):
+    """A row ``| `--flag` | `FORM` | ...`` (or ``| `--a`, `--b` | `FORM-A`, `FORM-B` |``) gives the form --help
+    shows, in backticks; rows whose second column is not such a form (a default, a sentence) are not tables of
+    forms."""
+    cmd = main.commands[command]
+    ctx = click.Context(cmd)
+    by_flag = {flag: p for p in getattr(cmd, "base_params", cmd.params) if isinstance(p, Option) for flag in p.opts}
+    wrong = []
+    for line in page(PAGES[command]).splitlines():
+        row = re.match(r"\| ((?:`-[^`]+`(?:, | / )?)+) \| ([^|]*) \|", line)
+        flags = [flag for flag in re.findall(r"`(-[^`]+)`", row.group(1)) if flag in by_flag] if row else []
+        form = row.group(2).removesuffix(" (repeatable)").strip() if row else ""
+        if not flags or (form and not re.fullmatch(r"`[^`]+`(, `[^`]+`)*", form)):
+            continue
+        shown = ", ".join(dict.fromkeys(shown_form(by_flag[flag], ctx) for flag in flags))
+        if form != shown and not (len(flags) > 1 and form == ", ".join(shown_form(by_flag[f], ctx) for f in flags)):
+            wrong.append(f"{', '.join(flags)}: {form or 'nothing'}, where --help shows {shown or 'nothing'}")
+    assert not wrong, f"docs/{PAGES[command]}'s options table: {'; '.join(wrong)}"
 
 
 def sections(text: str) -> dict[str, str]:
