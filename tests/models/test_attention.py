@@ -10,6 +10,8 @@ def test_masked_softmax_sums_to_one_and_ignores_padding():
     assert torch.allclose(w.sum(-1), torch.ones(3))
     assert (w[~mask] == 0).all()
     assert torch.allclose(w[1, :2], torch.softmax(scores[1, :2], -1))
+    mask[2] = False  # a row of padding alone (a merged row's empty target memory): no weight anywhere, not uniform
+    assert torch.equal(masked_softmax(scores, mask, empty_rows=True)[2], torch.zeros(5))
 
 
 def test_mlp_attention_matches_bahdanau_formula():

@@ -5,7 +5,7 @@ import torch
 
 from nmtkit.data.batching import make_batch
 from nmtkit.data.streams import CorpusMeta
-from nmtkit.data.vocab import PAD
+from nmtkit.data.vocab import BOS, PAD
 from nmtkit.models import build_model
 from nmtkit.models.state import DecoderState
 from tests.models.decoding import stacked, step_by_step
@@ -97,6 +97,19 @@ def test_the_reverse_decoder_is_teacher_forced_on_the_reversed_target(over):
     assert torch.equal(gold, rev_out)
     real = rev_out != PAD
     assert torch.allclose(aux_logits[real], torch.stack(steps, 1)[real], atol=1e-5)
+
+
+def test_the_greedy_reverse_states_are_the_reverse_decoder_teacher_forced_on_its_own_greedy_words():
+    """R_dec of the greedy pass (Eq. 24) is what the reverse decoder computes teacher-forced on ``<s>`` and the
+    words the pass chose (each the argmax of the step before): the same positions, the same causal states."""
+    m, b = model(), batch()
+    with torch.no_grad():
+        h, mask = m._encode(b)
+        r_dec, r_mask = m._reverse_greedy(h, mask, b["src"].lengths)
+        chosen = m.output(r_dec).argmax(-1)
+        reverse_in = torch.cat([torch.full_like(chosen[:, :1], BOS), chosen[:, :-1]], 1).masked_fill(~r_mask, PAD)
+        _, forced = m._reverse_forced(h, mask, reverse_in)
+    assert r_mask.sum(1).min() > 2 and torch.allclose(forced[r_mask], r_dec[r_mask], atol=1e-5)
 
 
 def test_the_greedy_reverse_pass_of_a_sentence_does_not_depend_on_its_batch():

@@ -131,6 +131,19 @@ def test_a_sentence_does_not_depend_on_its_batch(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_every_dropout_is_off_in_eval_mode(arch):
+    """Each of the architecture's dropout options at 0.5 changes nothing once the model is in eval mode: the same
+    weights give the same outputs, teacher-forced and step by step, as without dropout."""
+    rates = {o.name: 0.5 for o in get_spec(arch).options if o.name.endswith("dropout")}
+    m, b = tiny(arch), batch()
+    dropping = tiny(arch, **rates)
+    dropping.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        assert torch.equal(dropping(b).logits, m(b).logits)
+        assert torch.equal(step_by_step(dropping, b)[0], step_by_step(m, b)[0])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_checkpoint_round_trip_gives_the_same_model(arch, tmp_path):
     m, b = tiny(arch), batch()
     sizes = {name: info.size for name, info in inputs.META.streams.items() if info.kind == "tokens"}

@@ -18,7 +18,8 @@ BASE = dict(arch="luong", emb_size=16, enc_size=12, dec_size=24, layers=2, encod
             tie_embeddings=False, param_init=0.3)
 VARIANTS = [dict(global_attention=s) for s in ("dot", "general", "concat", "location")] + [
     dict(attention="local-m"), dict(attention="local-p"), dict(input_feed=False),
-    dict(input_feed=False, attention="local-p"), dict(encoder_type="rnn", enc_size=24, layers=1)]
+    dict(input_feed=False, attention="local-p"), dict(input_feed=False, attention="local-m"),
+    dict(encoder_type="rnn", enc_size=24, layers=1)]
 
 
 def model(**over):
@@ -55,6 +56,32 @@ def test_a_beam_reading_its_sentence_s_memory_once_finds_what_reading_it_per_hyp
 def test_input_feeding_widens_the_decoder_input():
     assert model(input_feed=True).decoder.input_size == 16 + 24
     assert model(input_feed=False).decoder.input_size == 16
+
+
+def test_local_m_attends_around_the_step_it_decodes():
+    """local-m: p_t = t (Eq. 9's alternative, clipped to the sentence), so step t's weights are non-zero in
+    [t - D, t + D] only."""
+    m, b = model(attention="local-m"), batch()
+    length = int(b["src"].lengths[2])  # (7 words and </s>)
+    with torch.no_grad():
+        state = m.encode(b)
+        for t in range(4):
+            _, state, weights = m.decode_step(b.tgt_in[:, min(t, b.tgt_in.size(1) - 1)], state)
+            at = (weights["source"][2] > 0).nonzero().flatten().tolist()
+            assert at == list(range(max(t - 2, 0), min(t + 2, length - 1) + 1)), t
+
+
+def test_the_attentional_vector_and_the_output_follow_eq_5_and_6():
+    """h̃_t = tanh(W_c [c_t; h_t]) (Eq. 5), c_t the weights' mean of the source states, h_t the top layer's new
+    state; p(y_t) = softmax(W_s h̃_t) (Eq. 6)."""
+    m, b = model(), batch()
+    with torch.no_grad():
+        state = m.encode(b)
+        log_probs, s1, weights = m.decode_step(b.tgt_in[:, 0], state)
+        context = torch.bmm(weights["source"].unsqueeze(1), state["memory"]).squeeze(1)
+        h_tilde = torch.tanh(torch.cat([context, s1["h"][:, -1]], -1) @ m.combine.weight.t())
+        assert torch.allclose(s1["feed"], h_tilde, atol=1e-6)
+        assert torch.allclose(log_probs, torch.log_softmax(m.output(h_tilde), -1), atol=1e-5)
 
 
 def test_input_feeding_carries_the_attentional_vector():

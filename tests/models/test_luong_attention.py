@@ -64,7 +64,9 @@ def test_local_p_weights_are_zero_outside_the_window_and_gaussian_inside():
     s = torch.arange(S).float()
     outside = (s - p.unsqueeze(-1)).abs() > 2
     assert (w[outside] == 0).all() and (w[:, :, 4:][~mask[:, None, 4:].expand(B, T, 2)] == 0).all()
-    assert ((p >= 0) & (p <= mask.sum(1, keepdim=True))).all()
+    lengths = mask.sum(1, keepdim=True).float()  # S, the sentence's own length (Eq. 9), padding left out
+    by_hand = lengths * torch.sigmoid(torch.tanh(query @ att.w_p.weight.t()) @ att.v_p.weight.t()).squeeze(-1)
+    assert torch.allclose(p, by_hand, atol=1e-6) and ((p >= 0) & (p <= lengths)).all()
     g = torch.exp(-((s - p.unsqueeze(-1)) ** 2) / 2)  # sigma = D/2 = 1
     plain = LuongAttention(Q, Q, "general", "global")
     plain.w_a = att.w_a

@@ -106,6 +106,18 @@ def test_flat_is_one_softmax_per_head_over_all_encoders():
     assert torch.allclose(out, expected, atol=1e-5) and torch.allclose(w, p.mean(1), atol=1e-6)
 
 
+def test_parallel_adds_the_encoders_attention():
+    """Parallel: one residual sublayer whose output is the sum of each encoder's attention over its memory."""
+    parallel, _ = layers("parallel", ("src", "mt"))
+    h, masks = memories(("src", "mt"))
+    y = torch.randn(2, 3, 16)
+    with torch.no_grad():
+        x, memory = parallel.sub.before(1, y), parallel.keys_values(h)
+        each = [parallel.sources.attend(i, x, memory, masks, False, None)[0] for i in range(2)]
+        got, _ = parallel.cross(y, memory, masks, False, None)
+    assert torch.allclose(got, parallel.sub.after(1, y, each[0] + each[1]), atol=1e-6)
+
+
 def test_serial_attends_in_turn_and_hierarchical_weighs_the_encoders():
     serial, _ = layers("serial", ("src", "mt"))
     assert len(serial.sub.norms) == 4  # self-attention, one per encoder, feed-forward

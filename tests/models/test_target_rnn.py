@@ -7,6 +7,8 @@ from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import BOS, EOS, PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model
+from nmtkit.models.seq2seq import max_lengths
+from nmtkit.models.target_rnn import REVERSE_MAX_LEN
 from nmtkit.search.beam import beam_search
 from nmtkit.search.greedy import greedy_search
 from tests.conftest import TINY_CONFIG, forward
@@ -159,6 +161,33 @@ def test_greedy_reverse_pass_stops_at_end_of_sentence():
         first = m.reverse.start(state)
         _, first, _ = m.reverse.step(m.tgt_emb(torch.full((3,), BOS)), first)
     assert torch.allclose(future, first["reverse_hidden"], atol=1e-6)
+
+
+def test_r_tilde_is_the_mean_of_the_reverse_states_of_each_sentences_own_steps_eq_19():
+    """R̃ = (1/K) Σ_k s←_k over the sentence's own K steps: teacher-forced on ``<s> y_T .. y_1``, K = T + 1 (the
+    padding after it left out); greedily, the states up to the one that emits </s> or ends the pass at its limit
+    (a·|x| + b + 1 steps), both stepped here by hand, each sentence alone."""
+    m, b = model("rtatt-rnn"), batch()
+    rev_in, _ = reversed_by_hand(b)
+    with torch.no_grad():
+        state, states = m.reverse.start(m.source(b)), []
+        for k in range(rev_in.size(1)):
+            _, state, _ = m.reverse.step(m.tgt_emb(rev_in[:, k]), state)
+            states.append(state["reverse_hidden"])
+        forced = m.reverse_context(m.source(b), rev_in)
+        for i, n in enumerate((rev_in != PAD).sum(1).tolist()):
+            assert torch.allclose(forced[i], torch.stack(states[:n]).mean(0)[i], atol=1e-6)
+        greedy = m.reverse_context(m.source(b))
+        for i, n in enumerate(b["src"].lengths.tolist()):
+            state = m.reverse.start(m.source(make_batch([b["src"].data[i, :n - 1].tolist()])))
+            prev, states = torch.tensor([BOS]), []
+            while len(states) < int(max_lengths(state["mask"].sum(1), *REVERSE_MAX_LEN)) + 1:
+                logits, state, _ = m.reverse.step(m.tgt_emb(prev), state)
+                states.append(state["reverse_hidden"][0])
+                prev = logits.argmax(-1)
+                if prev.item() == EOS:
+                    break
+            assert len(states) > 2 and torch.allclose(greedy[i], torch.stack(states).mean(0), atol=1e-6)
 
 
 @pytest.mark.parametrize("eos_bias", [-0.2, -0.15, -0.1])

@@ -94,6 +94,33 @@ def test_sinusoidal_positions_are_the_papers():
         assert torch.allclose(pe[2, 2 * i + 1], torch.tensor(pos / 10000 ** (2 * i / 6)).cos(), atol=1e-5)
 
 
+def test_embeddings_are_scaled_by_the_square_root_of_d_model_and_added_to_the_positions():
+    m, tokens = model(), torch.tensor([[5, 6, 7], [8, 9, 4]])
+    with torch.no_grad():
+        assert torch.allclose(m._embed(m.src_emb, tokens, offset=2),
+                              m.src_emb.weight[tokens] * 16 ** 0.5 + m.positions(5, 0, tokens.device)[2:], atol=1e-6)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_a_layer_is_its_sublayers_in_residual_connections_around_them(norm):
+    """Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)); the feed-forward sublayer is
+    W_2 max(0, W_1 x + b_1) + b_2 (Eq. 7)."""
+    layer = model(norm=norm).encoder[0]
+    x, mask = torch.randn(2, 5, 16), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])[:, None, None, :]
+    attend = lambda y: layer.attention.self_attend(y, mask)[0]
+    ffn = lambda y: torch.relu(y @ layer.ffn.inner.weight.t() + layer.ffn.inner.bias) @ layer.ffn.outer.weight.t() \
+        + layer.ffn.outer.bias
+    first, second = layer.sub.norms
+    with torch.no_grad():
+        if norm == "post":
+            y = first(x + attend(x))
+            want = second(y + ffn(y))
+        else:
+            y = x + attend(first(x))
+            want = y + ffn(second(y))
+        assert torch.allclose(layer(x, mask), want, atol=1e-5)
+
+
 def test_embedding_sharing():
     m = model()
     assert m.output.weight is m.tgt_emb.weight and m.src_emb is not m.tgt_emb
