@@ -110,6 +110,9 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
                      attention_head=attention_head, cnn_weights=cnn_weights, shortlist=shortlist_path,
                      shortlist_first=shortlist_first, shortlist_best=shortlist_best, edit_cost=edit_cost,
                      replace_unk=replace_unk, dictionary=dict_path, alignments_path=alignments_path)
+    for given in decoder.sources[0].sources.values():  # (--features on stdin: rows left over are an error)
+        if isinstance(given, FeatureSource):
+            given.check_all_read()
     counts = decoder.unk_counts
     if counts is not None:
         log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "

@@ -183,6 +183,12 @@ def load_features(path: PathLike, option: str, count: Optional[int] = None, rows
         wanted = f"{count} {rows}" if count is not None else rows
         raise NmtkitError(f"{option}: expected an array [{wanted}, grid, D], got shape {tuple(array.shape)}",
                           exit_code=2)
+    if not np.issubdtype(array.dtype, np.floating):
+        raise NmtkitError(f"{option}: features of type {array.dtype}, expected floating-point numbers (float16, "
+                          "float32 or float64)", exit_code=2)
+    if 0 in array.shape[1:]:
+        raise NmtkitError(f"{option}: features of shape {tuple(array.shape)}: an image of no grid cell or of "
+                          "features of size 0, which nothing can attend to", exit_code=2)
     return array
 
 
@@ -216,6 +222,13 @@ class SplitFeatures:
         if odd:
             raise NmtkitError(f"--features {odd[0]}={self.given[odd[0]]}: features of size {sizes[odd[0]]}, but "
                               f"{'the CNN makes' if self.uses_cnn else 'another split has'} size {self.size}",
+                              exit_code=2)
+        grids = {split: int(a.shape[1]) for split, a in self.arrays.items()}
+        grid = spec.grid if self.uses_cnn else next(iter(grids.values()), 0)
+        odd = [split for split, n in grids.items() if n != grid]
+        if odd:  # (a model learns one grid: translate and caption refuse another)
+            made = f"the CNN makes {grid} (--image-size {spec.size})" if self.uses_cnn else f"another split has {grid}"
+            raise NmtkitError(f"--features {odd[0]}={self.given[odd[0]]}: a grid of {grids[odd[0]]} cells, but {made}",
                               exit_code=2)
 
     def stream(self, lang: str = "") -> dict:

@@ -171,12 +171,22 @@ class FeatureSource:
     def __init__(self, features: np.ndarray, stream: str = "image", name: str = "--features", strict: bool = False):
         self.features, self.stream, self.name, self.strict = features, stream, name, strict
         self.invalid: list[int] = []
+        self.rows_read = 0  #: the rows up to the last one read
+
+    def check_all_read(self) -> None:
+        """Once every line is read: a one-line error (exit code 1) if rows were left over, which says that the
+        rows and the lines may not be of the same images (an input read as it came, whose lines were not counted)."""
+        if self.rows_read < len(self.features):
+            raise NmtkitError(f"{self.name}: {len(self.features)} rows, but the input had {self.rows_read} line(s): "
+                              f"rows {self.rows_read + 1}-{len(self.features)} left unread (are they of the same "
+                              "images?)")
 
     def lines(self) -> list[bytes]:
         """One (empty) line per row, for the decoding loop."""
         return [b""] * len(self.features)
 
     def read(self, index: int, raw: bytes) -> Optional[np.ndarray]:
+        self.rows_read = max(self.rows_read, index + 1)
         if index >= len(self.features):
             unusable(self.strict, self.invalid, index, f"{self.name}: no row {index + 1} for input line {index + 1} "
                      f"(it has {len(self.features)})")

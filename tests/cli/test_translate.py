@@ -480,6 +480,17 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     assert r.exit_code == 2 and "expected an array [2 lines, grid, D]" in r.stderr and not (tmp_path / "o").exists()
     r = run(["translate", "-m", ckpt, "--features", tmp_path / "short.npy"], input="a red disc\nthe blue disc\n", ok=False)
     assert r.exit_code == 1 and r.stdout.split("\n")[1] == "" and "line(s) without features (line 2)" in r.stderr
+    np.save(tmp_path / "long.npy", np.concatenate([rows, rows]))
+    r = run(["translate", "-m", ckpt, "--features", tmp_path / "long.npy"], input="a red disc\nthe blue disc\n",
+            ok=False)  # (rows left over: the rows and the lines may not be of the same images)
+    assert r.exit_code == 1 and r.stdout.count("\n") == 2 and r.stderr.endswith(
+        f"error: --features {tmp_path / 'long.npy'}: 4 rows, but the input had 2 line(s): rows 3-4 left unread (are "
+        "they of the same images?)\n")
+    for bad in (rows.astype(np.int64), rows.astype(np.complex64), rows[:, :0], np.array([["x"] * 4] * 2)[..., None]):
+        np.save(tmp_path / "bad.npy", bad)
+        r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "bad.npy"], ok=False)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and (
+            "expected floating-point numbers" in r.stderr or "of no grid cell" in r.stderr), r.stderr
     r = run(["translate", "-m", ckpt, "-i", en, "-i", img, "--features", tmp_path / "test.npy"], ok=False)
     assert r.exit_code == 2 and "this multi-source model reads 1 input(s), src: give one -i FILE" in r.stderr
     r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "test.npy", "--cnn-weights", en], ok=False)

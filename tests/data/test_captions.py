@@ -97,6 +97,17 @@ def test_features_given_precomputed_are_stored_as_given(tmp_path):
                             features={"train": tmp_path / "train.npy", "valid": tmp_path / "valid.npy",
                                       "test": tmp_path / "inf.h5"})
     assert not (tmp_path / "c1").exists()
+    np.save(tmp_path / "grid.npy", np.concatenate([arrays["test"]] * 2, axis=1))  # (6 cells, where train has 3)
+    with pytest.raises(NmtkitError, match=r"--features test=.*grid.npy: a grid of 6 cells, but another split has 3"):
+        preprocess_captions(tmp_path / "c3", tmp_path / "captions.token", splits, "en",
+                            features={"train": tmp_path / "train.npy", "valid": tmp_path / "valid.npy",
+                                      "test": tmp_path / "grid.npy"})
+    np.save(tmp_path / "wide.npy", np.zeros((5, 3, 512), np.float16))  # (VGG16's size)
+    with pytest.raises(NmtkitError, match=r"--features train=.*wide.npy: a grid of 3 cells, but the CNN makes 4 "
+                                          r"\(--image-size 32\)"):  # (the other splits' features made from images)
+        preprocess_captions(tmp_path / "c4", tmp_path / "captions.token", splits, "en", images=tmp_path, spec=SPEC,
+                            features={"train": tmp_path / "wide.npy"})
+    assert not any((tmp_path / name).exists() for name in ("c3", "c4"))
     np.save(tmp_path / "short.npy", arrays["test"][:1])
     with pytest.raises(NmtkitError, match=r"--features test=.*short.npy: expected an array \[2 images, grid, D\]"):
         preprocess_captions(tmp_path / "c2", tmp_path / "captions.token", splits, "en",
