@@ -107,8 +107,8 @@ def _write_split(tmp: Path, split: str, names: list[str], paths: list[Path], fou
     if counts["bad_images"]:
         warn(f"{split}: skipped {counts['bad_images']} unreadable image(s) (--skip-bad-images)")
     log(f"{split}: {kept} examples in {len(shards)} shard(s)"
-        + (f"; dropped {counts['too_long']} captions longer than {max_len} tokens and {counts['empty']} empty ones"
-           if training else ""))
+        + (f"; dropped {counts['too_long']} captions longer than {max_len} tokens"
+           + (f" and {counts['empty']} of no token" if counts["empty"] else "") if training else ""))
     info: dict = {"shards": shards, "sentences": kept, "lines": len(names),
                   "skipped_images": counts["bad_images"]}
     if training:
