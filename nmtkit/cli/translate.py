@@ -61,9 +61,10 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     A model with several inputs (src and mt, src and image paths) reads one -i per input or,
     with --fields, TAB-separated fields.
     """
-    from nmtkit.progress import log
+    from nmtkit.progress import log, warn
     from nmtkit.search.sources import (
         FeatureSource,
+        TextSource,
         check_input_count,
         check_translator,
         feature_inputs,
@@ -113,6 +114,8 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     for given in decoder.sources[0].sources.values():  # (--features on stdin: rows left over are an error)
         if isinstance(given, FeatureSource):
             given.check_all_read()
+        elif isinstance(given, TextSource) and (said := given.unknown_warning(decoder.loaded.model.inputs)):
+            warn(said)
     counts = decoder.unk_counts
     if counts is not None:
         log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "

@@ -21,7 +21,7 @@ import torch
 from nmtkit.data.images import ImageSpec, finite_row
 from nmtkit.data.streams import TOKENS
 from nmtkit.data.text import strip_newline, without_bom
-from nmtkit.data.vocab import Vocab
+from nmtkit.data.vocab import UNK, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import warn
 
@@ -94,6 +94,16 @@ class TextSource:
         self.limited_by, self.strict, self.split = limited_by, strict, split  # (limited_by: for messages)
         self.invalid: list[int] = []
         self.truncated = 0
+        self.tokens = self.unknown = 0  #: tokens read, and how many of them the vocabulary lacks
+
+    def unknown_warning(self, inputs: Sequence[str]) -> Optional[str]:
+        """Once every line is read: a warning where most tokens (over half of at least 20) were ``<unk>``, as when
+        a model reads text of another language, or a model of several ``inputs`` (its order) reads them swapped."""
+        if self.tokens < 20 or 2 * self.unknown <= self.tokens:
+            return None
+        order = f" (a model of several inputs reads them in its order: {', '.join(inputs)})" if len(inputs) > 1 else ""
+        return (f"{self.name}: {100 * self.unknown // self.tokens}% of its {self.tokens} tokens are <unk> in the "
+                f"model's {self.stream} vocabulary: is it the text the model reads as {self.stream}?{order}")
 
     def read(self, index: int, raw: bytes) -> Optional[list[int]]:
         try:
@@ -112,6 +122,8 @@ class TextSource:
             warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} ({self.limited_by})")
             self.truncated += 1
             ids = ids[:self.max_input_len]
+        self.tokens += len(ids)
+        self.unknown += ids.count(UNK)
         return ids
 
     def labels(self, item: Item) -> list[str]:

@@ -351,6 +351,20 @@ def test_what_to_give_a_model_with_two_inputs(two_source_ckpt, trained_ckpt, two
     assert [json.loads(line).get("unusable") for line in r.stdout.splitlines()] == [None, True, None, None, None]
 
 
+def test_inputs_mostly_unknown_to_the_model_are_warned_of(trained_ckpt, two_source_ckpt, text_dir, tmp_path):
+    """Over half of an input's tokens <unk> (of at least 20): text of another language, or inputs swapped."""
+    r = run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.de", "--greedy"])
+    assert r.stdout.count("\n") == 30 and f"warning: {text_dir / 'test.de'}: " in r.stderr
+    assert "tokens are <unk> in the model's src vocabulary: is it the text the model reads as src?\n" in r.stderr
+    assert "<unk>" not in run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "--greedy"]).stderr
+    (tmp_path / "a").write_text("".join(f"{s}\n" for s in SRC * 6))
+    (tmp_path / "b").write_text("".join(f"{m}\n" for m in MT * 6))
+    assert "<unk>" not in run(["translate", "-m", two_source_ckpt, "-i", tmp_path / "a", "-i", tmp_path / "b"]).stderr
+    r = run(["translate", "-m", two_source_ckpt, "-i", tmp_path / "b", "-i", tmp_path / "a"])
+    assert f"warning: {tmp_path / 'b'}: " in r.stderr and "is it the text the model reads as src? (a model of several " \
+        "inputs reads them in its order: src, mt)" in r.stderr
+
+
 def test_a_post_editing_model_writes_its_edits_applied_to_the_mt(ape_ckpt, two_inputs, tmp_path):
     a, b = two_inputs / "a", two_inputs / "b"
     out = run(["translate", "-m", ape_ckpt, "-i", a, "-i", b, "--beam", 3, "--attention-out", tmp_path / "a.h5"])
