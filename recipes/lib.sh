@@ -44,15 +44,17 @@
 #   into FILE COMMAND...          COMMAND's standard output into FILE (atomically), skipped if FILE exists
 #   fetch SRC [NAME]              prints the local path of SRC: a local path as it is (it must exist), a URL
 #                                 downloaded once into WORKDIR/downloads with DOWNLOADER and checked (see check),
-#                                 as NAME if given (for URLs whose file names are the same), else the URL's name
+#                                 as NAME if given (for URLs whose file names are the same), else the URL's name; the
+#                                 tools that check and unpack it (python, tar, gzip) found first (checking_tools)
 #   check FILE URL                a download is not empty and, by the URL's name, a readable .zip, .tar.gz/.tgz or
-#                                 .gz, a Debian package (.deb), and a .pth named NAME-HASH.pth (as torchvision and
+#                                 .gz, a whole Debian package (.deb), and a .pth named NAME-HASH.pth (as torchvision and
 #                                 torch.hub name weights) has a SHA-256 starting with HASH; else it is removed and
 #                                 the recipe stops
 #   unpack ARCHIVE DIR            a .zip, .tar.gz or .tgz unpacked into DIR (through DIR.part), unless DIR exists
 #   unpacked SRC [NAME]           prints the folder where the archive SRC (fetch SRC [NAME]) is unpacked once,
-#                                 WORKDIR/unpacked/NAME (by default the archive's file name) less .zip, .tgz or
-#                                 .tar.gz; assign it (dir=$(unpacked ...)) so that a failure stops the recipe
+#                                 unpacked_dir NAME (by default the archive's file name): WORKDIR/unpacked/NAME less
+#                                 .zip, .tgz or .tar.gz; or SRC itself, a local folder holding what the archive
+#                                 would; assign it (dir=$(unpacked ...)) so that a failure stops the recipe
 #   py CODE ARG...                python -c CODE ARG..., a failure one line ("error: ..."; "interrupted" on Ctrl-C,
 #                                 exit code 130), not a traceback
 #   unzip_into ZIP DIR            the files of ZIP into DIR (Python's zipfile)
@@ -70,7 +72,8 @@
 #                                 checked with --dry-run)
 #   flickr30k_images SRC          sets images to the folder of the Flickr30k .jpg files from SRC, a folder or
 #                                 flickr30k-images.tar.gz (a local path or a URL: fetched, unpacked into WORKDIR/images)
-#   same_lines FILE...            stop unless the files have as many lines as the first
+#   same_lines FILE...            stop unless the files (the recipe's, made from its inputs) have as many lines as
+#                                 the first; they are then removed, to be made again once the inputs are mended
 #   train MODEL_DIR OPTION...     nmtkit train OPTION... --save-dir MODEL_DIR through launcher; skipped once
 #                                 MODEL_DIR/done exists, written when it finishes; with MODEL_DIR/last.pt (a stopped
 #                                 run) it goes on with --resume, and then '--init-from FILE', '--init-lr' and
@@ -100,6 +103,8 @@ options() {  # options DEFAULT_WORKDIR "$@": --dry-run, --gpus N, -h, then WORKD
   done
   [[ $gpus =~ ^[0-9]+$ ]] || { echo "error: --gpus: expects a number of GPUs, got '$gpus'" >&2; exit 2; }
   whole_numbers BEAM  # (the evaluation's, which lib.sh's translate_unk_score reads too)
+  [[ $device =~ ^(auto|cpu|mps|cuda(:[0-9]+)?)$ ]] || {
+    echo "error: DEVICE: expects auto, cpu, mps, cuda or cuda:N (nmtkit's --device), got '$device'" >&2; exit 2; }
   [ $# -le 1 ] || { echo "error: one WORKDIR, and options before it; got also: ${*:2} ($usage)" >&2; exit 2; }
   launcher=(nmtkit)
   [ "$gpus" -gt 0 ] && launcher=(torchrun --nproc-per-node "$gpus" -m nmtkit)
@@ -223,6 +228,18 @@ url_name() {  # url_name URL: the file name a URL ends with, without its query o
   basename "$path"
 }
 
+checking_tools() {  # checking_tools NAME: stop, before a download, if a tool that checks or unpacks NAME is missing
+  local tool tools=()
+  case $1 in
+  *.zip|*.deb) tools=(python) ;;
+  *.tar.gz|*.tgz) tools=(tar gzip) ;;
+  *.gz) tools=(gzip) ;;
+  esac
+  for tool in "${tools[@]}"; do
+    command -v "$tool" > /dev/null || fail "$tool: command not found (it checks and unpacks $1); install it"
+  done
+}
+
 check() {  # check FILE URL: a download is not empty, unpacks, matches its checksum; else removed, and we stop
   local why="" name hash
   name=$(url_name "$2")
@@ -234,7 +251,21 @@ check() {  # check FILE URL: a download is not empty, unpacks, matches its check
         > /dev/null 2>&1 || why="not a readable zip archive" ;;
     *.tar.gz|*.tgz) tar -tzf "$1" > /dev/null 2>&1 || why="not a readable .tar.gz archive" ;;
     *.gz) gzip -t "$1" > /dev/null 2>&1 || why="not a readable gzip file (gzip -t)" ;;
-    *.deb) [ "$(head -c 21 "$1")" = $'!<arch>\ndebian-binary' ] || why="not a Debian package (.deb)" ;;
+    *.deb)  # (an ar archive whose members, debian-binary first, fill the file: one cut short fails)
+      python -c 'import sys
+with open(sys.argv[1], "rb") as f:
+    data = f.read()
+at, names = 8, []
+while at < len(data):
+    header = data[at:at + 60]
+    size = int(header[48:58]) if len(header) == 60 and header[58:60] == b"`\n" else -1
+    if size < 0 or at + 60 + size > len(data):
+        sys.exit(1)
+    names.append(header[:16].strip().rstrip(b"/"))
+    at += 60 + size + size % 2
+sys.exit(not (data[:8] == b"!<arch>\n" and names[:1] == [b"debian-binary"]
+              and any(n.startswith(b"data.tar") for n in names)))' "$1" > /dev/null 2>&1 \
+        || why="not a whole Debian package (.deb)" ;;
     *.pth)
       if [[ $name =~ -([0-9a-f]{8,})\.pth$ ]]; then  # torchvision names its weights by their SHA-256's start
         hash=$(sha256sum "$1" | cut -c1-${#BASH_REMATCH[1]})
@@ -253,6 +284,7 @@ fetch() {  # fetch SRC [NAME]: a local path as it is, a URL downloaded once into
     local dest
     dest=$downloads/${2:-$(url_name "$1")}
     if [ ! -e "$dest" ]; then
+      [ "$dry" = 1 ] || checking_tools "$(basename "$dest")"
       [ -d "$downloads" ] || step mkdir -p "$downloads" >&2
       # shellcheck disable=SC2086  # DOWNLOADER is a command with its options
       step $downloader "$dest.part" "$1" >&2
@@ -274,13 +306,20 @@ unpack() {  # unpack ARCHIVE DIR: a .zip, .tar.gz or .tgz into DIR (through DIR.
   step mv "$2.part" "$2"
 }
 
-unpacked() {  # unpacked SRC [NAME]: the archive SRC fetched (as NAME) and unpacked once; prints its folder
-  local archive name
-  archive=$(fetch "$1" "${2:-}") || exit  # (a command substitution does not inherit set -e)
-  name=${2:-$(basename "$archive")}
+unpacked_dir() {  # unpacked_dir NAME: where the archive NAME is unpacked, WORKDIR/unpacked/NAME less its suffix
+  local name=$1
   name=${name%.zip} name=${name%.tgz} name=${name%.tar.gz}
-  unpack "$archive" "$work/unpacked/$name" >&2
   echo "$work/unpacked/$name"
+}
+
+unpacked() {  # unpacked SRC [NAME]: the archive SRC fetched (as NAME) and unpacked once; prints its folder (a local
+  # folder given for SRC: that folder, which holds what the archive would)
+  local archive dir
+  archive=$(fetch "$1" "${2:-}") || exit  # (a command substitution does not inherit set -e)
+  if [ -d "$archive" ]; then echo "$archive"; return; fi
+  dir=$(unpacked_dir "${2:-$(basename "$archive")}")
+  unpack "$archive" "$dir" >&2
+  echo "$dir"
 }
 
 py() {  # py CODE ARG...: python -c CODE ARG..., a failure one line "error: ..." (as nmtkit's), not a traceback
@@ -351,12 +390,17 @@ flickr30k_images() {  # flickr30k_images SRC: sets images to the folder of the i
   fi
 }
 
-same_lines() {  # same_lines FILE...: every file has as many lines as the first
+same_lines() {  # same_lines FILE...: every file (the recipe's own, made from its inputs) has as many lines as the
+  # first; else they are all removed, so that the next run makes them again from the inputs once these are mended
   [ "$dry" = 1 ] && return
-  local n file
+  local n m file
   n=$(wc -l < "$1")
   for file in "${@:2}"; do
-    [ "$(wc -l < "$file")" = "$n" ] || fail "$1 has $n lines but $file $(wc -l < "$file")"
+    m=$(wc -l < "$file")
+    if [ "$m" != "$n" ]; then
+      rm -f "$@"
+      fail "$1 has $n lines but $file $m (made from the inputs, removed: mend the inputs and run again)"
+    fi
   done
 }
 

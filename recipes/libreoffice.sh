@@ -65,7 +65,8 @@ libreoffice_corpus() {  # libreoffice_corpus TGT PACKAGE: sets text, the folder 
   [ -d "$text" ] && return
   for lang in en-us "$2"; do
     if [ -n "${LO_DEBS:-}" ]; then
-      deb=$(compgen -G "$LO_DEBS/libreoffice-help-${lang}_*.deb" | sort -V | tail -n 1 || true)  # (the newest)
+      deb=$(find "$LO_DEBS" -maxdepth 1 -name "libreoffice-help-${lang}_*.deb" 2> /dev/null | sort -V | tail -n 1 \
+        || true)  # (the newest; the folder's path taken as it is, [ and * too)
       needed "$deb" "LO_DEBS: $LO_DEBS holds no libreoffice-help-${lang}_*.deb"
     else
       deb=${DEBIAN_MIRROR:-https://deb.debian.org/debian}/pool/main/libr/libreoffice

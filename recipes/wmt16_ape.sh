@@ -79,7 +79,7 @@ if [ "$have_text" = 0 ]; then
     path=$(fetch "$item")
     case $path in
     *.zip|*.tar.gz|*.tgz)
-      base=$(basename "$path"); out=$work/unpacked/${base%%.*}
+      out=$(unpacked_dir "$(basename "$path")")
       roots+=("$out")
       unpack "$path" "$out" ;;
     *) roots+=("$path") ;;

@@ -86,6 +86,11 @@ def test_options(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: one WORKDIR, and options before it; got also: --dry-run")
     r = script(tmp_path, "echo ran", "-h")
     assert r.returncode == 0 and r.stdout.startswith("usage: recipes/demo.sh [--dry-run] [--gpus N] [WORKDIR]")
+    for args in ((), ("--dry-run",)):  # (a wrong DEVICE reached the first training, after the data steps)
+        r = script(tmp_path, "echo ran", *args, DEVICE="gpu9")
+        assert r.returncode == 2 and r.stderr == ("error: DEVICE: expects auto, cpu, mps, cuda or cuda:N (nmtkit's "
+                                                  "--device), got 'gpu9'\n") and not r.stdout
+    assert script(tmp_path, "echo ran", DEVICE="cuda:1").stdout == "ran\n"
 
 
 def test_fetch_downloads_once_through_a_part_file_and_refuses_a_bad_download(tmp_path):
@@ -160,6 +165,44 @@ def test_unpacked_fetches_an_archive_as_its_name_and_unpacks_it_once(tmp_path):
     assert sorted(p.name for p in (tmp_path / "w" / "downloads").iterdir()) == ["test.tgz", "wmt15-test.tgz"]
     assert (tmp_path / "w" / "unpacked" / "wmt15-test" / "inside.txt").exists()
     assert r.stderr.splitlines()[-1] == "error: step s failed: /no/such.tgz: no such file or folder"
+
+
+def test_unpacked_takes_a_local_folder_as_the_archive_unpacked_and_names_each_archive_apart(tmp_path):
+    """(a folder for an archive went to tar; names that share the part before their first dot shared one folder)"""
+    (tmp_path / "ep" / "training").mkdir(parents=True)
+    r = script(tmp_path, f'unpacked "{tmp_path}/ep"\nfor n in a.test.zip a.test_pe.tgz b.tar.gz; do unpacked_dir $n; done')
+    assert r.returncode == 0 and r.stdout.splitlines() == [f"{tmp_path}/ep", *(f"{tmp_path}/w/unpacked/{name}"
+                                                                              for name in ("a.test", "a.test_pe", "b"))]
+    assert not (tmp_path / "w" / "unpacked").exists()
+
+
+def test_a_tool_that_checks_a_download_is_looked_for_before_it_is_fetched(tmp_path):
+    """(without tar, a good .tgz was removed as 'not a readable .tar.gz archive', at every run)"""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("bash", "cat", "mkdir", "basename", "dirname", "head", "ls", "rm", "mv", "cp", "wc", "flock", "find"):
+        (tools / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip())
+    get = tmp_path / "get.sh"
+    get.write_text(f'#!/bin/sh\necho "$2" >> "{tmp_path}/log"\n')
+    get.chmod(0o755)
+    r = script(tmp_path, "stage s\nfetch https://x.org/a.tgz", DOWNLOADER=str(get), PATH=str(tools))
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == ("error: step s failed: tar: command not found (it checks "
+                                                               "and unpacks a.tgz); install it")
+    assert not (tmp_path / "log").exists()
+
+
+def test_same_lines_removes_the_files_it_finds_unequal_so_that_mended_inputs_mend_the_run(tmp_path):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / ".nmtkit-recipe").write_text("demo.sh\n")
+    (tmp_path / "w" / "a").write_text("1\n2\n")
+    (tmp_path / "w" / "b").write_text("1\n2\n")
+    assert script(tmp_path, 'same_lines "$work/a" "$work/b"').returncode == 0
+    (tmp_path / "w" / "b").write_text("1\n")
+    r = script(tmp_path, 'stage s\nsame_lines "$work/a" "$work/b"')
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == (f"error: step s failed: {tmp_path}/w/a has 2 lines but "
+                                                               f"{tmp_path}/w/b 1 (made from the inputs, removed: mend "
+                                                               "the inputs and run again)")
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [".nmtkit-recipe"]
 
 
 def test_segments_reads_the_text_of_an_sgml_test_set_as_sacrebleu_does(tmp_path):

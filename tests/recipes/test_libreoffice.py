@@ -136,8 +136,8 @@ def test_the_packages_from_a_local_folder_and_a_failed_step_stops_with_one_line(
 
 
 def test_the_newest_package_of_a_local_folder_is_taken(mirror, tmp_path):
-    """(sorted as text, deb12u9 came after deb12u14)"""
-    debs = tmp_path / "debs"
+    """(sorted as text, deb12u9 came after deb12u14; a folder whose name holds [ ] was read as a pattern)"""
+    debs = tmp_path / "debs [1]"
     debs.mkdir()
     for version in (9, 14):
         for lang in ("en-us", "de"):
@@ -146,21 +146,22 @@ def test_the_newest_package_of_a_local_folder_is_taken(mirror, tmp_path):
     assert r.returncode == 0 and "deb12u14_all.deb" in r.stdout and "deb12u9" not in r.stdout, r.stderr
 
 
-@pytest.mark.parametrize("fault", ["missing", "corrupt"])
+@pytest.mark.parametrize("fault", ["missing", "corrupt", "short"])
 def test_a_missing_or_corrupt_download_stops_with_one_line(mirror, tmp_path, fault):
     name = Path(URLS[1]).name
     if fault == "corrupt":
         get = downloader(tmp_path, mirror, junk=name)
-    else:
+    else:  # (a failed download, or one cut short that says it succeeded: its first kilobyte alone)
         get = tmp_path / "get.sh"
-        get.write_text(f'#!/bin/sh\ncase "$2" in *{name}) exit 22;; esac\ncp "{mirror}/$(basename "$2")" "$1"\n')
+        broken = "exit 22" if fault == "missing" else f'head -c 1000 "{mirror}/{name}" > "$1"; exit 0'
+        get.write_text(f'#!/bin/sh\ncase "$2" in *{name}) {broken};; esac\ncp "{mirror}/$(basename "$2")" "$1"\n')
         get.chmod(0o755)
     r = recipe(mirror, tmp_path / "w", DOWNLOADER=str(get))
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("error: step 1. corpus: the LibreOffice help in English and de") and name in last
-    if fault == "corrupt":
-        assert last.endswith(f"{URLS[1]}: not a Debian package (.deb) (removed; run again to fetch it again)")
+    if fault != "missing":
+        assert last.endswith(f"{URLS[1]}: not a whole Debian package (.deb) (removed; run again to fetch it again)")
     assert not (tmp_path / "w" / "downloads" / name).exists() and not (tmp_path / "w" / "text").exists()
     assert (tmp_path / "w" / "downloads" / Path(URLS[0]).name).exists()
 

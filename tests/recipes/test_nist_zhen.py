@@ -115,5 +115,6 @@ def test_a_failing_step_stops_the_recipe_with_one_line_naming_it(data, tmp_path)
     r = recipe(data, tmp_path / "w", NIST_TEST=str(nist))
     assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == (
         f"error: step 1. data: the LDC training text, NIST02 (dev), NIST03-06; English tokenised failed: "
-        f"{tmp_path}/w/text/nist04.zh has 3 lines but {tmp_path}/w/refs/nist04.ref2 1")
-    assert not (tmp_path / "w" / "data").exists()
+        f"{tmp_path}/w/text/nist04.zh has 3 lines but {tmp_path}/w/refs/nist04.ref2 1 (made from the inputs, "
+        "removed: mend the inputs and run again)")
+    assert not (tmp_path / "w" / "data").exists() and not (tmp_path / "w" / "refs" / "nist04.ref2").exists()
