@@ -52,6 +52,15 @@ def test_length_penalty_changes_the_ranking(alpha, order):
         assert h.score == pytest.approx(h.logprob / (len(h.tokens) + 1) ** alpha, abs=1e-6)
 
 
+def test_a_sentence_ends_at_the_step_its_kth_hypothesis_finishes():
+    """Both hypotheses of a beam of 2 finish at step 2 ([4] and [5], -1.20 / 2 = -0.60 each): the search of the
+    sentence ends there, though [4, 6], one step on, would score better per token (-1.61 / 3 = -0.54)."""
+    script = {(): {4: .5, 5: .5}, (4,): {EOS: .6, 6: .4}, (5,): {EOS: .6, 7: .4}, (4, 6): {EOS: 1.0},
+              (5, 7): {EOS: 1.0}}
+    hyps = beam_search(ScriptedModel(scripts={0: script}), make_batch([[4, 5, 6], [7]]), 2, 2, 1.5, 10, 1.0)[0]
+    assert sorted(h.tokens for h in hyps) == [[4], [5]]
+
+
 def test_n_best_is_distinct_and_sorted_by_score():
     """The finished hypotheses of each sentence are different outputs, best score first."""
     for n_best in beam_search(ScriptedModel(seed=2), make_batch(sources(32, seed=2)), 5, 5, 1.5, 2, 1.0):

@@ -89,14 +89,25 @@ def test_the_search_of_a_batch_with_constraints_is_constrained():
         assert (found[1][0].score, found[1][0].logprob) == pytest.approx((plain[1][0].score, plain[1][0].logprob))
 
 
-def test_constraints_are_given_room_after_a_target_prefix():
-    """A prefix as long as the length limit (6) leaves the constraints their tokens after it."""
+@pytest.mark.parametrize("room", [6, 0])
+def test_constraints_are_given_room_after_a_target_prefix(room):
+    """A prefix as long as the length limit (6, or b = 0: the prefix's length alone) leaves the constraints their
+    tokens after it."""
     m, b = tiny("rnnsearch"), batch()
     prefixes = [[4, 4, 4, 4, 4, 4], [], [5] * 8, []]
     b.inputs[PREFIX] = make_batch({PREFIX: prefixes})[PREFIX]
-    found = constrained(Prefixed(m), b, PHRASES)
+    with torch.no_grad():
+        found = constrained_beam_search(Prefixed(m), b, PHRASES, 3, 3, max_len_a=0.0, max_len_b=room)
     for hyps, prefix, phrases in zip(found, prefixes, PHRASES):
         assert hyps[0].tokens[:len(prefix)] == prefix and unmet(hyps[0].tokens[len(prefix):], phrases) == []
+
+
+def test_constrained_hypotheses_are_scored_with_the_length_penalty_of_beam_search():
+    """score = log p / (|y| + 1)^α, </s> counted, as beam_search scores (α 0.6: neither 0 nor 1)."""
+    with torch.no_grad():
+        found = constrained_beam_search(tiny("rnnsearch"), batch(), PHRASES, 3, 3, 0.0, 6, length_penalty=0.6)
+    for h in (h for hyps in found for h in hyps):
+        assert h.score == pytest.approx(h.logprob / (len(h.tokens) + 1) ** 0.6, abs=1e-6)
 
 
 def test_constraints_longer_than_the_model_can_write_are_cut_at_its_table_and_reported(capsys):

@@ -54,6 +54,17 @@ def test_an_ensemble_of_one_model_is_the_model():
     same(greedy_search(m, batch), greedy_search(alone, batch))
 
 
+def test_an_ensembles_length_limits_are_its_least_members():
+    """What every member can read and write: the least of their tables (None: a member without one)."""
+    learned = {**TINY_TRANSFORMER, "positions": "learned"}
+    members = [member({**learned, "max_positions": n}, 0) for n in (33, 65)] + [member(TINY_CONFIG, 0)]
+    assert [m.output_limit() for m in members] == [32, 64, None]
+    mixed = Ensemble(members, [1 / 3] * 3, [{"src": "src"}] * 3)
+    assert (mixed.input_limit(), mixed.output_limit()) == (32, 32)
+    unlimited = Ensemble(members[2:] * 2, [0.5, 0.5], [{"src": "src"}] * 2)
+    assert (unlimited.input_limit(), unlimited.output_limit()) == (None, None)
+
+
 @pytest.mark.parametrize("config", [TINY_CONFIG, TINY_TRANSFORMER])
 def test_an_ensemble_of_two_copies_is_each_copy(config):
     m, batch = member(config, 0), make_batch(sources())
