@@ -70,10 +70,29 @@ def test_ranks_get_disjoint_equal_shares(tmp_path):
         tb = TrainingBatches(shards, 4, seed=2, rank=rank, world_size=2)
         batches = list(tb.epoch(1))
         counts.append(len(batches))
-        seen.append({tuple(r) for b in batches for r in b["src"].data.tolist()})
-    assert counts[0] == counts[1]
+        seen.append({tuple(t for t in r if t != PAD) for b in batches for r in b["src"].data.tolist()})
+    assert counts[0] == counts[1] and seen[0].isdisjoint(seen[1])  # (each example's source is its own)
     single = list(TrainingBatches(shards, 4, seed=2).epoch(1))
     assert sum(counts) <= len(single)
+    assert seen[0] | seen[1] <= {tuple(t for t in r if t != PAD) for b in single for r in b["src"].data.tolist()}
+
+
+def test_batches_come_in_random_order_and_shards_in_another_each_epoch(tmp_path):
+    """Sorted by length within a pool, the batches are shuffled after; and the shards (each 2 pools of batches of
+    one: bucketed alone) are read in a new order each epoch, here told apart by their source token."""
+    lengths = np.random.default_rng(1).integers(1, 30, 500)
+    maxima = [int(lengths[b].max()) for b in bucket_batches(lengths, 8, False, random.Random(3), pool_batches=100)]
+    assert maxima != sorted(maxima) and maxima != sorted(maxima, reverse=True)
+    paths = []
+    for k in range(4):
+        (tmp_path / f"s{k}").mkdir()
+        w = ShardWriter(tmp_path / f"s{k}", "train", ["src", "tgt"], shard_size=200)
+        for i in range(200):
+            w.add(src=[4 + k] * (1 + i % 5), tgt=[5])
+        paths += [tmp_path / f"s{k}" / s["file"] for s in w.close()]
+    tb = TrainingBatches(paths, 1, seed=2)
+    firsts = {int(next(iter(tb.epoch(epoch)))["src"].data[0, 0]) for epoch in range(1, 7)}
+    assert len(firsts) > 1
 
 
 def test_epoch_order_changes_with_epoch_and_skip_resumes(tmp_path):

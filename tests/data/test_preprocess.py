@@ -82,11 +82,13 @@ def test_reused_vocabulary_files(tmp_path):
     assert (second / "vocab.src.txt").read_text() == (first / "vocab.src.txt").read_text()
 
 
-def test_joint_sentencepiece_vocabulary(tmp_path):
+@pytest.mark.parametrize("kind", ["spm", "spm-bpe"])
+def test_sentencepiece_vocabularies_are_joint_unless_told_otherwise(tmp_path, kind):
     train, valid = _pairs(tmp_path)
-    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec.parse("spm:20"))
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec.parse(f"{kind}:20"))
     corpus = Corpus.open(out)
     assert corpus.vocabs["src"].kind == "spm" and len(corpus.vocabs["src"]) == len(corpus.tgt_vocab)
+    assert (out / "vocab.src.model").read_bytes() == (out / "vocab.tgt.model").read_bytes()  # (one model, trained once)
 
 
 def test_bad_vocab_spec():
@@ -172,6 +174,15 @@ def test_ape_edits_errors(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+def test_the_options_and_the_longest_sentences_are_those_of_the_corpus(tmp_path):
+    train = _write(tmp_path, "train", ["a b", "c", "a b c d e f g h i"], ["x", "y z", "x"])  # (the longest last)
+    valid = _write(tmp_path, "valid", ["a"], ["x"])
+    out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50), max_len=30, shard_size=2)
+    corpus = Corpus.open(out)
+    assert corpus.manifest["options"]["max_len"] == 30 and corpus.manifest["options"]["shard_size"] == 2
+    assert corpus.longest("train") == {"src": 9, "tgt": 2} and len(corpus.shard_paths("train")) == 2
+
+
 def test_a_format_1_corpus_is_read(tmp_path):
     train, valid = _pairs(tmp_path)
     out = preprocess(tmp_path / "c", "en", "de", train, valid, vocab=VocabSpec("word", 50))
@@ -188,5 +199,6 @@ def test_a_format_1_corpus_is_read(tmp_path):
                 del stream.attrs["kind"]
     corpus = Corpus.open(out)
     assert corpus.meta.streams["src"].size == streams["src"]["size"] and corpus.meta.target.lang == "de"
+    assert corpus.meta.target.size == streams["tgt"]["size"] != streams["src"]["size"]
     batches = list(TrainingBatches(corpus.shard_paths("train"), 2).epoch(1))
     assert sum(b.size for b in batches) == corpus.sentences("train") and batches[0]["src"].data.dtype == torch.int64

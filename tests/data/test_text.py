@@ -5,7 +5,16 @@ import threading
 
 import pytest
 
-from nmtkit.data.text import atomic_output, check_parallel, check_writable, count_lines, iter_lines
+from nmtkit.data.text import (
+    atomic_output,
+    check_parallel,
+    check_writable,
+    count_lines,
+    iter_lines,
+    read_lines,
+    reference_streams,
+    strip_newline,
+)
 from nmtkit.errors import NmtkitError
 
 
@@ -18,8 +27,15 @@ def test_count_lines_counts_a_last_line_without_newline(tmp_path):
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
     (tmp_path / "a").write_bytes(b"ok\nstill ok\nbad \xff here\n")
-    with pytest.raises(NmtkitError, match=r"a:3: invalid UTF-8"):
+    with pytest.raises(NmtkitError, match=r"a:3: invalid UTF-8 \(byte 5 of the line\)"):
         list(iter_lines(tmp_path / "a"))
+
+
+def test_windows_line_endings_are_read_as_lines_and_references_missing_are_none(tmp_path):
+    assert strip_newline(b"a b\r\n") == b"a b" and strip_newline(b"a\n") == b"a" and strip_newline(b"a") == b"a"
+    (tmp_path / "crlf").write_bytes(b"one\r\ntwo\r\n")
+    assert read_lines(tmp_path / "crlf") == ["one", "two"]
+    assert reference_streams(["a\tb", "c"]) == [["a", "c"], ["b", None]]  # (None: a line of fewer references)
 
 
 def test_check_parallel_names_both_files_and_counts(tmp_path):

@@ -23,6 +23,7 @@ def test_special_tokens_written_in_the_text_take_no_place_of_a_word():
     """(``<unk>`` and ``<s>`` in the text were counted among the most frequent words, then dropped: fewer than N.)"""
     v = WordVocab.build(["<unk> <s> the cat", "<unk> <s> the dog", "<unk> <s> a"], 4 + 3)
     assert v.tokens == ["<pad>", "<unk>", "<s>", "</s>", "the", "cat", "dog"]
+    assert v.encode("<s> the </s> <pad> cat") == [UNK, 4, UNK, UNK, 5]  # (typed, they are words the model lacks)
 
 
 def test_word_vocab_file_round_trip(tmp_path):
