@@ -7,10 +7,12 @@ import shutil
 import h5py
 import pytest
 
+from nmtkit.data.captions import preprocess_captions
 from nmtkit.data.manifest import file_record
 from nmtkit.data.shards import Corpus
 from nmtkit.data.verify import verify_corpus
 from nmtkit.errors import NmtkitError
+from tests.data.test_captions import write_features, write_images
 
 
 @pytest.fixture
@@ -142,3 +144,17 @@ def test_a_shard_listed_twice_is_named(corpus):
     edit_manifest(corpus, lambda m: m["splits"]["valid"]["shards"][0].update(file=first))
     with pytest.raises(NmtkitError, match=f"manifest.json: lists the shard {first} twice"):
         check(corpus)
+
+
+def test_an_item_index_past_the_items_is_found(tmp_path):
+    """(a captioning corpus: an image's features stored once, its captions' examples pointing at them)"""
+    write_images(tmp_path)
+    arrays = write_features(tmp_path, 3, 7)
+    folder = preprocess_captions(tmp_path / "caps", tmp_path / "captions.token",
+                                 {s: tmp_path / f"{s}.txt" for s in arrays}, "en",
+                                 features={s: tmp_path / f"{s}.npy" for s in arrays})
+    with h5py.File(folder / "train.000.h5", "r") as f:
+        items = len(f["image"]["offsets"]) - 1
+    damage_shard(folder, "train.000.h5", "image", "index", lambda index: index.__setitem__(0, items))
+    with pytest.raises(NmtkitError, match=f"stream 'image': an example's item index lies outside its {items} items"):
+        check(folder)
