@@ -1,6 +1,8 @@
 """How translate writes a line's outputs: n-best lines with their alignments, and a warning where a text holds the
-n-best field separator."""
+n-best field separator; JSON lines with their flags."""
 from __future__ import annotations
+
+import json
 
 from nmtkit.cli.decoding import formatted
 from nmtkit.search.translator import LineResult
@@ -21,3 +23,10 @@ def test_a_text_holding_the_field_separator_is_warned_of(capsys):
         assert ("warning: in.en:2: an output holds '|||'" in capsys.readouterr().err) == warned
     formatted(LineResult(1, ["a ||| b"], [-1.0], [-1.0], [2]), 1, name="in.en")  # (one a line: no fields)
     assert capsys.readouterr().err == ""
+
+
+def test_a_json_line_carries_its_flags_and_the_constraints_its_best_output_lacks():
+    result = LineResult(0, ["a"], [-1.0], [-2.0], [2], truncated=True, unmet=["x y"])
+    line = json.loads(formatted(result, 1, "json"))
+    assert line == {"index": 0, "outputs": [{"text": "a", "score": -1.0, "logprob": -2.0, "confidence": -1.0,
+                                             "tokens": 2}], "truncated": True, "unmet_constraints": ["x y"]}

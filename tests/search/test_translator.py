@@ -22,6 +22,14 @@ def test_one_result_per_line_in_order_with_empty_and_bad_lines(trained_ckpt):
     assert t.source.invalid == [4] and t.source.truncated == 1
 
 
+def test_each_line_gets_its_own_translation_whatever_the_lengths_of_the_others(trained_ckpt):
+    """Lines are searched sorted by length and handed back in input order: each as translated alone."""
+    lines = [b"seven hundred forty-two thousand one\n", b"nine\n", b"forty-two\n", b"three thousand five hundred\n"]
+    together = [r.texts for r in translator(trained_ckpt).translate(lines)]
+    alone = [list(translator(trained_ckpt).translate([line]))[0].texts for line in lines]
+    assert together == alone and len({tuple(t) for t in alone}) >= 3
+
+
 def test_attention_file_round_trip(trained_ckpt, tmp_path):
     w = AttentionWriter(tmp_path / "a.h5", arch="rnnsearch")
     t = translator(trained_ckpt, attention_out=w)

@@ -144,6 +144,15 @@ def test_bad_requests_are_one_line_naming_the_field(url, body, status, message):
     assert r.status_code == status and message in r.json()["error"], r.text
 
 
+def test_a_request_at_each_limit_is_answered(url):
+    """The limits are the most allowed: 8 lines, 200 characters (prefixes and constraints counted), 32 phrases."""
+    for body in ({"text": ["a"] * 8}, {"text": ["a" * 150, "b" * 50]},
+                 {"text": ["a" * 50], "prefix": ["b" * 50], "constraints": [["c" * 100]]},
+                 {"text": ["a", "b"], "constraints": [[], ["drei"] * 32]}):
+        r = httpx.post(f"{url}/translate", json=body)
+        assert r.status_code == 200 and len(r.json()["translations"]) == len(body["text"]), r.text
+
+
 @pytest.mark.parametrize("content, kind", [(json.dumps({"text": ["a"]}), "application/x-www-form-urlencoded"),
                                            (json.dumps({"text": ["a"]}), None), (json.dumps(["a"]), "application/json")])
 def test_a_body_that_is_not_a_json_object_says_what_to_send(url, content, kind):
@@ -278,6 +287,12 @@ def test_requests_beyond_the_queue_get_503_and_the_ones_in_flight_finish_at_shut
     assert [a.status_code for a in answers] == [200, 200]
     assert [a.json()["translations"][0]["outputs"][0]["text"] for a in answers] == \
         [r.texts[0] for r in decoder.translate_texts(["one", "forty-two"])]
+
+
+def test_the_batchers_bounds_are_the_limits_given(decoder):
+    limits = Limits(max_batch=7, max_wait_ms=250, queue_size=3)
+    batcher = make_app({"tiny": decoder}, limits, worker_thread=False).state.batcher
+    assert (batcher.max_batch, batcher.max_wait, batcher.jobs.maxsize) == (7, 0.25, 3)
 
 
 @pytest.mark.parametrize("continuous", [False, True])

@@ -76,6 +76,12 @@ def test_jobs_passed_over_twice_keep_their_order_of_arrival():
     submit_while_held(batcher, recorder, jobs)  # a1+a2 first; then b1, c1 and b2 held: b1+b2 pass c1 by
     assert recorder.calls[1:] == [("a", [b"a1", b"a2"]), ("b", [b"b1", b"b2"]), ("c", [b"c1"]), ("d", [b"d1"])]
     batcher.stop(10)
+    recorder = Recorder()
+    batcher = Batcher(recorder, max_batch=2, max_wait=0.05).start()
+    jobs = [job(["a1"]), job(["b1"], key="b"), job(["c1"], key="c"), job(["d1"], key="d"), job(["a2"])]
+    submit_while_held(batcher, recorder, jobs)  # c1 and d1 passed over together, twice: still c1 first
+    assert recorder.calls[1:] == [("a", [b"a1", b"a2"]), ("b", [b"b1"]), ("c", [b"c1"]), ("d", [b"d1"])]
+    batcher.stop(10)
 
 
 def test_the_worker_can_run_in_the_calling_thread_until_stopped():
@@ -284,7 +290,7 @@ def tick(steps, n=1):
 
 def test_jobs_join_a_running_search_and_are_answered_as_soon_as_their_lines_are_done():
     steps = Steps()
-    batcher = Batcher(Recorder(), max_batch=4, stream=steps).start()
+    batcher = Batcher(Recorder(), max_batch=3, stream=steps).start()  # (the two jobs' lines fill it: they may join)
     long, long_got, long_done = job(["aaaa"])
     batcher.submit(long)
     assert steps.waiting.wait(10)  # step 1 of the long job waits
