@@ -188,10 +188,11 @@ class FeatureSource:
     def check_all_read(self) -> None:
         """Once every line is read: a one-line error (exit code 1) if rows were left over, which says that the
         rows and the lines may not be of the same images (an input read as it came, whose lines were not counted)."""
-        if self.rows_read < len(self.features):
-            raise NmtkitError(f"{self.name}: {len(self.features)} rows, but the input had {self.rows_read} line(s): "
-                              f"rows {self.rows_read + 1}-{len(self.features)} left unread (are they of the same "
-                              "images?)")
+        first, last = self.rows_read + 1, len(self.features)
+        if first <= last:
+            unread = f"row {last}" if first == last else f"rows {first}-{last}"
+            raise NmtkitError(f"{self.name}: {last} rows, but the input had {self.rows_read} line(s): {unread} left "
+                              "unread (are they of the same images?)")
 
     def lines(self) -> list[bytes]:
         """One (empty) line per row, for the decoding loop."""

@@ -500,6 +500,10 @@ def test_multimodal_translation_from_image_paths_or_precomputed_features(multimo
     assert r.exit_code == 1 and r.stdout.count("\n") == 2 and r.stderr.endswith(
         f"error: --features {tmp_path / 'long.npy'}: 4 rows, but the input had 2 line(s): rows 3-4 left unread (are "
         "they of the same images?)\n")
+    np.save(tmp_path / "long.npy", np.concatenate([rows, rows[:1]]))
+    r = run(["translate", "-m", ckpt, "--features", tmp_path / "long.npy"], input="a red disc\nthe blue disc\n",
+            ok=False)
+    assert r.exit_code == 1 and "3 rows, but the input had 2 line(s): row 3 left unread" in r.stderr
     for bad in (rows.astype(np.int64), rows.astype(np.complex64), rows[:, :0], np.array([["x"] * 4] * 2)[..., None]):
         np.save(tmp_path / "bad.npy", bad)
         r = run(["translate", "-m", ckpt, "-i", en, "--features", tmp_path / "bad.npy"], ok=False)
