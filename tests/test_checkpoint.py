@@ -5,7 +5,7 @@ import h5py
 import pytest
 import torch
 
-from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.checkpoint import kept_checkpoints, load_checkpoint, save_checkpoint
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import WordVocab
 from nmtkit.errors import NmtkitError
@@ -128,3 +128,10 @@ def test_unreadable_checkpoints_get_one_line_naming_the_file_and_the_problem(tmp
     with pytest.raises(NmtkitError, match=r"resized.pt: the weights do not fit .*: decoder.init_state.weight is "
                                           r"\(48, 64\) there and \(20, 64\) in the configured model"):
         load_model(tmp_path / "resized.pt")
+
+
+def test_a_runs_step_checkpoints_are_its_step_n_files_in_the_order_of_their_steps(tmp_path):
+    """(pruning removes the oldest: by name, step-10.pt came before step-9.pt; a user's step-4.pt.bak is not one)"""
+    for name in ("step-100.pt", "step-9.pt", "step-10.pt", "step-4.pt.bak", "step-4.ptx", "best.pt", "step-x.pt"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in kept_checkpoints(tmp_path)] == ["step-9.pt", "step-10.pt", "step-100.pt"]

@@ -34,6 +34,11 @@ def test_table_json_csv_and_plot(tmp_path, monkeypatch):
     data = json.loads(run(args + ["--json"]).stdout)
     assert [b["bucket"] for b in data] == ["1-2", "3-5", ">5", "all"]
     assert data[3]["gain"]["other"] > 0 and data[3]["gain"]["base"] == 0
+    for row, bucket in zip(rows[1:], data):  # each CSV cell under its own header: the JSON's figure
+        cells = dict(zip(rows[0], row))
+        for name in ("base", "other"):
+            assert cells[f"BLEU {name}"] == f"{bucket['bleu'][name]:.2f}", (cells, bucket)
+            assert cells[f"length {name}"] == f"{bucket['length'][name]:.2f}", (cells, bucket)
     with Image.open(tmp_path / "b.png") as image:
         assert image.size[0] > 400 and image.size[1] > 300
 

@@ -54,6 +54,10 @@ def test_translate_refuses_to_write_over_its_model_or_its_own_outputs(trained_ck
     out = tmp_path / "out.de"
     _refused(["translate", "-m", trained_ckpt, "-i", src, "-o", out, "--attention-out", out], [],
              f"--attention-out {out}: --output writes this file too; give each output its own file")
+    (tmp_path / "link").symlink_to(tmp_path)  # (one file by two names: through a link to its folder)
+    _refused(["translate", "-m", trained_ckpt, "-i", src, "-o", out, "--attention-out", tmp_path / "link" / "out.de"],
+             [], f"--attention-out {tmp_path / 'link' / 'out.de'}: --output writes this file too; give each output its "
+             "own file")
     assert not out.exists()
 
 

@@ -154,6 +154,17 @@ def test_perplexity_with_an_empty_source_line(trained_ckpt, tmp_path):
     assert float(r.stdout) > 1
 
 
+def test_perplexity_with_tab_separated_references_counts_every_one(trained_ckpt, tmp_path):
+    """A line of several references is that many pairs with the line's source."""
+    (tmp_path / "src").write_text("forty-two\nseven\n")
+    (tmp_path / "refs").write_text("zwei und vierzig\tzwei vierzig\nsieben\n")
+    (tmp_path / "src2").write_text("forty-two\nforty-two\nseven\n")
+    (tmp_path / "ref2").write_text("zwei und vierzig\nzwei vierzig\nsieben\n")
+    ppl = lambda src, ref, *tab: float(run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / src,
+                                            "-r", tmp_path / ref, *tab, "--score-only"]).stdout)
+    assert ppl("src", "refs", "--tab-refs") == pytest.approx(ppl("src2", "ref2"), rel=1e-5)
+
+
 def test_perplexity_of_an_unreadable_source_line_is_one_error(trained_ckpt, tmp_path):
     """One line naming the file and line, no warning before it (an image path's: tests/cli/test_translate.py)."""
     (tmp_path / "src").write_bytes(b"forty-two\n\xff seven\n")
