@@ -5,7 +5,7 @@ import h5py
 import pytest
 import torch
 
-from nmtkit.checkpoint import kept_checkpoints, load_checkpoint, save_checkpoint
+from nmtkit.checkpoint import first_mismatch, kept_checkpoints, load_checkpoint, save_checkpoint
 from nmtkit.data.streams import CorpusMeta
 from nmtkit.data.vocab import WordVocab
 from nmtkit.errors import NmtkitError
@@ -135,3 +135,10 @@ def test_a_runs_step_checkpoints_are_its_step_n_files_in_the_order_of_their_step
     for name in ("step-100.pt", "step-9.pt", "step-10.pt", "step-4.pt.bak", "step-4.ptx", "best.pt", "step-x.pt"):
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in kept_checkpoints(tmp_path)] == ["step-9.pt", "step-10.pt", "step-100.pt"]
+
+
+def test_a_parameter_of_another_shape_is_a_mismatch_even_of_as_many_values():
+    expected = {"w": torch.zeros(3, 4), "b": torch.zeros(4)}
+    assert first_mismatch(expected, {"w": torch.zeros(3, 4), "b": torch.zeros(4)}) == ""
+    assert first_mismatch(expected, {"w": torch.zeros(4, 3), "b": torch.zeros(4)}) == \
+        "w is (4, 3) there and (3, 4) in the configured model"

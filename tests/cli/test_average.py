@@ -15,9 +15,11 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
     r = run(["average", "--run", tmp_path, "-o", tmp_path / "x.pt"], ok=False)
     assert "no step-STEP.pt checkpoints" in r.stderr and not (tmp_path / "x.pt").exists()
     # (silent: three checkpoints averaged for --last 9; one model weighed double)
-    r = run(["average", "--run", save, "--last", 9, "-o", tmp_path / "x.pt"])
-    assert f"warning: --last 9: the run in {save} kept 3 step checkpoint(s); averaging those" in r.stderr
+    r = run(["average", "--run", save, "--last", 4, "-o", tmp_path / "x.pt"])  # (one more than the run kept)
+    assert f"warning: --last 4: the run in {save} kept 3 step checkpoint(s); averaging those" in r.stderr
     assert "averaged 3 checkpoints" in r.stderr
+    (tmp_path / "x.pt").unlink()
+    assert "warning" not in run(["average", "--run", save, "--last", 3, "-o", tmp_path / "x.pt"]).stderr
     (tmp_path / "x.pt").unlink()
     r = run(["average", save / "step-6.pt", save / "step-8.pt", save / ".." / "run" / "step-6.pt", "-o",
              tmp_path / "x.pt"], ok=False)

@@ -71,6 +71,7 @@ def test_empty_sides_are_skipped_and_nothing_to_align_is_an_error():
 def test_count_links():
     table = count_links([("a b".split(), "x y".split(), "0-0 1-1"), ("a".split(), "z".split(), "0-0")], "f")
     assert table == {("a", "x"): 0.5, ("b", "y"): 1.0, ("a", "z"): 0.5}
+    assert count_links([("a b".split(), "x y".split(), "0-1")], "f") == {("a", "y"): 1.0}  # (source-target)
     with pytest.raises(NmtkitError, match="f:1: bad link '0-5'"):
         count_links([("a".split(), "x".split(), "0-5")], "f")
     with pytest.raises(NmtkitError, match="f:1: bad link 'zz'"):

@@ -26,6 +26,17 @@ def test_the_end_of_sentence_column_is_never_chosen():
     assert replace_unks(["<unk>"], ["Müller"], att, {}, Counts()) == ["Müller"]
 
 
+def test_a_source_line_longer_than_the_words_recorded_gives_a_recorded_word(tmp_path):
+    """(an input truncated when translated: the attention's last column is its </s>, not the next word of the line)"""
+    w = AttentionWriter(tmp_path / "a.h5")
+    w.add(0, ["das", "Haus", "</s>"], ["the", "<unk>", "</s>"], {"source": np.array([[.9, .1, 0], [.1, .3, .6],
+                                                                                      [0, 0, 1]])})
+    w.close()
+    with AttentionFile(tmp_path / "a.h5") as f:
+        lines, _ = replace_file(["the <unk>"], ["das Haus Müller Schmidt"], f, {}, "hyp", "src")
+        assert list(lines) == ["the Haus"]
+
+
 @pytest.fixture
 def attention(tmp_path):
     w = AttentionWriter(tmp_path / "a.h5")
@@ -48,6 +59,10 @@ def test_mismatches_are_errors(attention):
         list(replace_file(["a <unk>", ""], ["das Schmidt", ""], attention, LEX, "hyp", "src")[0])
     with pytest.raises(NmtkitError, match="src:1: the source line does not match sentence 0"):
         list(replace_file(["the <unk>", ""], ["ein Schmidt", ""], attention, LEX, "hyp", "src")[0])
+    with pytest.raises(NmtkitError, match="src:1: the source line does not match sentence 0"):  # (a word short)
+        list(replace_file(["the <unk>", ""], ["das", ""], attention, LEX, "hyp", "src")[0])
+    with pytest.raises(NmtkitError, match="hyp:1: the hypothesis is not the output recorded"):  # (its prefix only)
+        list(replace_file(["the", ""], ["das Schmidt", ""], attention, LEX, "hyp", "src")[0])
     with pytest.raises(NmtkitError, match="hyp has 1 lines but .* holds 2"):
         list(replace_file(["the <unk>"], ["das Schmidt", ""], attention, LEX, "hyp", "src")[0])
     with pytest.raises(NmtkitError, match="hyp has more lines than the 2 sentences"):
