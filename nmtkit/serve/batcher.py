@@ -225,6 +225,7 @@ class Batcher:
             try:
                 done = search.step()
             except Exception as e:  # every job in the search gets the error (the log its traceback); the worker goes on
+                self.decoding_s += time.perf_counter() - began
                 logging.getLogger("nmtkit.serve").exception("decoding %d lines failed", lines)
                 for waiting in jobs.values():
                     self._settle(waiting, e, lines)
@@ -241,8 +242,7 @@ class Batcher:
                 break
             if not (blocked or stopping) and lines < self.max_batch:
                 job, was_held, stopping = self._poll()
-        self.batches += 1
-        self.decoding_s += time.perf_counter() - began
+        self.batches += 1  # (the time since the last step answered jobs and looked for more: not decoding)
         self._idle.release()
         return stopping
 

@@ -309,6 +309,21 @@ def test_jobs_join_a_running_search_and_are_answered_as_soon_as_their_lines_are_
     batcher.stop(10)
 
 
+def test_the_time_decoding_is_counted_before_the_answers_and_nothing_after_the_last():
+    """(/health's decoding time of a continuous search took in the answering after its last step: a load test's
+    phase read it busy over 100% of its time)"""
+    steps = Steps()
+    batcher = Batcher(Recorder(), max_batch=4, stream=steps).start()
+    seen: list = []
+    done = threading.Event()
+    batcher.submit(Job([b"ab"], "a", lambda outcome: (seen.append(batcher.decoding_s), done.set())))
+    tick(steps, 2)
+    assert done.wait(10) and seen[0] > 0
+    threading.Event().wait(0.05)  # (the worker is past the search: idle)
+    batcher.stop(10)
+    assert batcher.decoding_s == seen[0]
+
+
 def test_a_job_that_may_not_join_waits_for_the_search_to_drain_and_newer_ones_wait_behind_it():
     steps, recorder = Steps(), Recorder()
     batcher = Batcher(recorder, max_batch=3, stream=steps).start()
