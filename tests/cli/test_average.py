@@ -25,6 +25,9 @@ def test_a_run_keeps_its_last_checkpoints_and_average_makes_one_to_translate_wit
              tmp_path / "x.pt"], ok=False)
     assert r.exit_code == 2 and f"is {save / 'step-6.pt'} again; give each checkpoint once" in r.stderr
     assert not (tmp_path / "x.pt").exists()
+    (tmp_path / "alias").symlink_to(save)  # (the same file through a link to its folder)
+    r = run(["average", save / "step-6.pt", tmp_path / "alias" / "step-6.pt", "-o", tmp_path / "x.pt"], ok=False)
+    assert r.exit_code == 2 and f"is {save / 'step-6.pt'} again" in r.stderr and not (tmp_path / "x.pt").exists()
     # an existing file is replaced only if it is an earlier average, or with --force
     best = (save / "best.pt").read_bytes()
     r = run(["average", "--run", save, "-o", save / "best.pt"], ok=False)

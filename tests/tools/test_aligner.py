@@ -36,6 +36,18 @@ def test_recovers_a_planted_word_mapping(chunk):
     assert all(tgt == "t" + src[1:] and p > 0.5 for src, (tgt, p) in best.items())
 
 
+def test_viterbi_links_leave_out_the_words_aligned_to_null():
+    """The filler 'the' has no source word: NULL takes it (position n, never written as a link)."""
+    pairs = planted_corpus(n=200)
+    corpus = index_corpus(pairs)
+    table, t = train_ibm2(corpus, iterations=5)
+    links = viterbi_links(corpus, table, t)
+    assert all(i < len(src) and j < len(tgt) for (src, tgt), found in zip(pairs, links) for i, j in found)
+    fillers = [(k, j) for k, (_, tgt) in enumerate(pairs) for j, word in enumerate(tgt) if word == "the"]
+    linked = {(k, j) for k, found in enumerate(links) for _, j in found}
+    assert len(fillers) > 50 and sum(f in linked for f in fillers) < len(fillers) / 2
+
+
 def test_translation_probabilities_sum_to_one_per_source_word():
     corpus = index_corpus(planted_corpus(n=100))
     table, t = train_ibm2(corpus, iterations=2)
