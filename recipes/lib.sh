@@ -72,8 +72,8 @@
 #                                 checked with --dry-run)
 #   flickr30k_images SRC          sets images to the folder of the Flickr30k .jpg files from SRC, a folder or
 #                                 flickr30k-images.tar.gz (a local path or a URL: fetched, unpacked into WORKDIR/images)
-#   same_lines FILE...            stop unless the files (the recipe's, made from its inputs) have as many lines as
-#                                 the first; they are then removed, to be made again once the inputs are mended
+#   same_lines FILE...            stop unless the files have as many lines as the first; those under WORKDIR (made
+#                                 from the inputs) are then removed, to be made again once the inputs are mended
 #   train MODEL_DIR OPTION...     nmtkit train OPTION... --save-dir MODEL_DIR through launcher; skipped once
 #                                 MODEL_DIR/done exists, written when it finishes; with MODEL_DIR/last.pt (a stopped
 #                                 run) it goes on with --resume, and then '--init-from FILE', '--init-lr' and
@@ -390,17 +390,19 @@ flickr30k_images() {  # flickr30k_images SRC: sets images to the folder of the i
   fi
 }
 
-same_lines() {  # same_lines FILE...: every file (the recipe's own, made from its inputs) has as many lines as the
-  # first; else they are all removed, so that the next run makes them again from the inputs once these are mended
+same_lines() {  # same_lines FILE...: every file has as many lines as the first; else those under WORKDIR (the
+  # recipe's, made from its inputs) are removed, so that the next run makes them again once the inputs are mended;
+  # the user's own (CORPUS=...) are never touched
   [ "$dry" = 1 ] && return
-  local n m file
+  local n m file made own=() why
   n=$(wc -l < "$1")
   for file in "${@:2}"; do
     m=$(wc -l < "$file")
-    if [ "$m" != "$n" ]; then
-      rm -f "$@"
-      fail "$1 has $n lines but $file $m (made from the inputs, removed: mend the inputs and run again)"
-    fi
+    [ "$m" = "$n" ] && continue
+    for made in "$@"; do [[ $made == "$work"/* ]] && own+=("$made"); done
+    why="$1 has $n lines but $file $m"
+    [ ${#own[@]} -eq 0 ] || { rm -f "${own[@]}"; why+=" (made from the inputs, removed: mend the inputs and run again)"; }
+    fail "$why"
   done
 }
 

@@ -203,6 +203,13 @@ def test_same_lines_removes_the_files_it_finds_unequal_so_that_mended_inputs_men
                                                                f"{tmp_path}/w/b 1 (made from the inputs, removed: mend "
                                                                "the inputs and run again)")
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == [".nmtkit-recipe"]
+    (tmp_path / "mine").mkdir()  # (the user's own corpus, CORPUS=...: never removed)
+    (tmp_path / "mine" / "a").write_text("1\n2\n")
+    (tmp_path / "mine" / "b").write_text("1\n")
+    r = script(tmp_path, f'stage s\nsame_lines "{tmp_path}/mine/a" "{tmp_path}/mine/b"')
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == (f"error: step s failed: {tmp_path}/mine/a has 2 lines "
+                                                               f"but {tmp_path}/mine/b 1")
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["a", "b"]
 
 
 def test_segments_reads_the_text_of_an_sgml_test_set_as_sacrebleu_does(tmp_path):
