@@ -1,4 +1,5 @@
 """Checkpoint files: atomic writes, safe loading, clear errors, and format 1 (nmtkit 0.1.0) read as format 2."""
+import os
 from pathlib import Path
 
 import h5py
@@ -33,6 +34,18 @@ def test_round_trip_and_weights_only(tmp_path):
     save_checkpoint(tmp_path / "c.pt", {"model": {"w": torch.ones(2)}, "config": {"arch": "x"}})
     ckpt = load_checkpoint(tmp_path / "c.pt")
     assert torch.equal(ckpt["model"]["w"], torch.ones(2)) and ckpt["format"] == 2
+
+
+def test_a_checkpoint_is_on_disk_before_it_takes_its_name(tmp_path, monkeypatch):
+    """Its bytes are synced (fsync) while the name still holds the previous checkpoint: a power cut after the rename
+    cannot leave an empty or partial file under the name of a good one."""
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, {"model": {"w": torch.ones(2)}, "config": {"arch": "x"}})
+    before, synced = path.read_bytes(), []
+    sync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append((os.fstat(fd).st_size, path.read_bytes())) or sync(fd))
+    save_checkpoint(path, {"model": {"w": torch.zeros(300)}, "config": {"arch": "x"}})
+    assert synced == [(path.stat().st_size, before)] and path.read_bytes() != before
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):

@@ -68,11 +68,12 @@ def test_errors(tmp_path):
 
 
 def test_links_give_a_table(tmp_path):
-    (tmp_path / "s").write_text("a b\na\n")
-    (tmp_path / "t").write_text("x y\nz\n")
-    (tmp_path / "l").write_text("0-0 1-1\n0-0\n")
+    """Each source word's translations by falling probability (a's z, linked three times, before its x)."""
+    (tmp_path / "s").write_text("a b\na\na\na\n")
+    (tmp_path / "t").write_text("x y\nz\nz\nz\n")
+    (tmp_path / "l").write_text("0-0 1-1\n0-0\n0-0\n0-0\n")
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"])
-    assert r.stdout == "a\tx\t0.5\na\tz\t0.5\nb\ty\t1\n"
+    assert r.stdout == "a\tz\t0.75\na\tx\t0.25\nb\ty\t1\n"
 
 
 def test_align_reads_pipes(tmp_path):

@@ -1,9 +1,13 @@
 """Folders written whole: what a killed run left beside one is removed by the next; what a live run, or another
-machine, writes is not, nor the copy of a folder being replaced."""
+machine, writes is not, nor the copy of a folder being replaced; a folder that came to hold a user's file while
+the command ran is left as it is; folders are told apart by whole names, not by how their names start."""
 import subprocess
 import sys
 
-from nmtkit.data.folders import atomic_folder, writer
+import pytest
+
+from nmtkit.data.folders import atomic_folder, check_output_folder, writer
+from nmtkit.errors import NmtkitError
 
 
 def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_kept(tmp_path, capsys):
@@ -29,3 +33,32 @@ def test_the_temporary_folders_a_killed_run_left_are_removed_and_a_live_run_s_ke
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_file_the_user_put_in_the_folder_while_it_was_rewritten_keeps_the_folder(tmp_path):
+    """The folder is checked again before it is replaced: a file added during a long run is not deleted with it."""
+    out = tmp_path / "out"
+    with atomic_folder(out, "corpus folder") as tmp:
+        (tmp / "shard.h5").write_text("old")
+    with pytest.raises(NmtkitError, match=f"-o {out}: holds notes.txt, which nmtkit did not make there"):
+        with atomic_folder(out, "corpus folder", replace=True) as tmp:
+            (tmp / "shard.h5").write_text("new")
+            (out / "notes.txt").write_text("the user's")  # (while the command writes)
+    assert (out / "notes.txt").read_text() == "the user's" and (out / "shard.h5").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the new one's temporary folder removed
+
+
+def test_a_folder_whose_name_starts_like_another_s_is_not_inside_it(tmp_path, monkeypatch):
+    """Neither the current folder nor an input is "inside" the output because their paths start alike."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "train.en").write_text("a\n")
+    (tmp_path / "out-2").mkdir()
+    monkeypatch.chdir(tmp_path / "out-2")
+    check_output_folder(tmp_path / "corp", "corpus folder", False, "-o", "--overwrite",
+                        inputs=[tmp_path / "corpus" / "train.en"])
+    check_output_folder(tmp_path / "out", "corpus folder", False, "-o", "--overwrite")
+    with pytest.raises(NmtkitError, match="holds the input"):  # (what is inside is still refused)
+        check_output_folder(tmp_path / "corpus", "corpus folder", False, "-o", "--overwrite",
+                            inputs=[tmp_path / "corpus" / "train.en"])
+    with pytest.raises(NmtkitError, match="the current folder or one above it"):
+        check_output_folder(tmp_path, "corpus folder", False, "-o", "--overwrite")

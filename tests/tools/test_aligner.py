@@ -100,3 +100,10 @@ def test_viterbi_links_pick_each_target_word_s_most_probable_source_position():
     swapped = index_corpus([("haus das".split(), "the house".split())] + pairs)
     table, t = train_ibm2(swapped, iterations=5)
     assert viterbi_links(swapped, table, t)[0] == [(1, 0), (0, 1)]
+
+
+def test_a_target_word_equally_probable_from_two_positions_links_to_the_leftmost():
+    """λ = 0 and no NULL: both a's explain x equally (t and the prior tie), and the first is taken."""
+    corpus = index_corpus([("a a".split(), "x".split())])
+    table, t = train_ibm2(corpus, iterations=2, tension=0.0, null_prob=0.0)
+    assert viterbi_links(corpus, table, t, tension=0.0, null_prob=0.0) == [[(0, 0)]]

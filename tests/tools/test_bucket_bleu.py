@@ -3,7 +3,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from nmtkit.errors import NmtkitError
-from nmtkit.tools.bucket_bleu import bucket_bleu, bucket_labels, bucket_of, parse_buckets, source_length
+from nmtkit.tools.bucket_bleu import MIN_RESAMPLED, bucket_bleu, bucket_labels, bucket_of, parse_buckets, source_length
 
 
 def test_bucket_assignment_at_the_boundaries():
@@ -48,3 +48,18 @@ def test_an_empty_bucket_is_reported_empty():
     result = bucket_bleu(["a", "b"], [["x", "y"]], {"s": ["x", "y"]}, [1, 5])
     assert result[1].count == 0 and result[1].bleu == {"s": None} and result[1].gain == {"s": None}
     assert result[1].as_dict()["bleu"] == {"s": None}
+
+
+def test_intervals_are_given_to_buckets_of_at_least_min_resampled_sentences():
+    """A bucket of exactly MIN_RESAMPLED sentences gets its intervals and p-value; one sentence fewer gets none."""
+    n = MIN_RESAMPLED
+    sources = ["a"] * (n - 1) + ["a b c"] * n  # buckets 1-2: n - 1 sentences, 3-5: n
+    refs = [f"the cat number {i} sat on the mat" for i in range(2 * n - 1)]
+    base = [f"the cat number {i} sat on a mat" for i in range(2 * n - 1)]
+    other = [f"the cat number {i} sat" for i in range(2 * n - 1)]
+    small, exact, _, everything = bucket_bleu(sources, [refs], {"base": base, "other": other}, [2, 5], samples=50)
+    assert (small.count, exact.count, everything.count) == (n - 1, n, 2 * n - 1)
+    assert small.bleu_ci == {"base": None, "other": None} and small.gain_p["other"] is None
+    for bucket in (exact, everything):
+        assert all(bucket.bleu_ci[name] is not None for name in ("base", "other"))
+        assert bucket.gain_ci["other"] is not None and bucket.gain_p["other"] is not None

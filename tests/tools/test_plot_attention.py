@@ -90,3 +90,32 @@ def test_font_option(tmp_path):
         cjk_family(tmp_path / "junk.ttf")
     setup_fonts(["plain"])
     assert matplotlib.rcParams["font.family"] == ["DejaVu Sans"]
+
+
+def drawn(monkeypatch, s, kind):
+    """The figure plot_sentence draws for ``kind``: its image's cells (masked ones as NaN) and its axis labels."""
+    figures = []
+    monkeypatch.setattr("nmtkit.tools.plot_attention.save_figure", lambda fig, out: figures.append(fig))
+    plot_sentence(s, kind, "unused.png", 0, "a.h5")
+    ax = figures[0].axes[0]
+    cells = np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
+    return cells, [t.get_text() for t in ax.get_yticklabels()], [t.get_text() for t in ax.get_xticklabels()]
+
+
+def test_each_cell_is_the_weight_of_its_row_s_output_over_its_column_s_token(monkeypatch):
+    s = sentence(4, 6)
+    cells, rows, cols = drawn(monkeypatch, s, "source")
+    assert rows == s["tgt_tokens"] and cols == s["src_tokens"]
+    np.testing.assert_array_equal(cells, s["attention"]["source"])  # rows: output tokens, not transposed
+    cells, rows, cols = drawn(monkeypatch, s, "encoders")
+    assert rows == ["source", "image", "sentinel"] and cols == s["tgt_tokens"]
+    np.testing.assert_array_equal(cells, s["attention"]["encoders"].T)
+
+
+def test_the_target_attention_shows_only_the_words_before_each_output(monkeypatch):
+    s = sentence(4, 5)
+    cells, rows, cols = drawn(monkeypatch, s, "target")
+    assert rows == s["tgt_tokens"] and cols == s["tgt_tokens"][:4]
+    earlier = np.tril(np.ones((5, 4), dtype=bool), -1)  # output j attends to the outputs before it: 0..j-1
+    np.testing.assert_array_equal(cells[earlier], s["attention"]["target"][earlier])
+    assert np.isnan(cells[~earlier]).all()  # itself and the future are drawn as cells that get no weight

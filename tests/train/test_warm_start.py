@@ -42,8 +42,10 @@ def test_warm_start_zeroes_new_bridges_only_and_takes_parameters_outside_modules
             self.sentinel = torch.nn.Parameter(torch.ones(3))
             self.gate = torch.nn.Linear(3, 3)
             self.other = torch.nn.Linear(3, 3)
+            self.subgate = torch.nn.Linear(3, 3)  # a name that merely ends like a bridge's: not one
 
     model = Gated()
     new, unused, zeroed = warm_start(model, {"model": {"other.weight": torch.ones(3, 3)}})
-    assert new == ["gate.bias", "gate.weight", "other.bias", "sentinel"] and unused == []
-    assert zeroed == ["gate.bias", "gate.weight"] and not model.gate.weight.any() and model.sentinel.all()
+    assert new == ["gate.bias", "gate.weight", "other.bias", "sentinel", "subgate.bias", "subgate.weight"]
+    assert unused == [] and zeroed == ["gate.bias", "gate.weight"]
+    assert not model.gate.weight.any() and model.sentinel.all() and model.subgate.weight.all()
