@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 
 from nmtkit.errors import NmtkitError
+from nmtkit.progress import warn
 
 
 @dataclass
@@ -47,6 +48,26 @@ def init_distributed(device: torch.device, timeout_s: float) -> DistInfo:
                           f"{timeout_s:g} s (--dist-timeout); are all ranks started? "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
     return DistInfo(rank, world, local)
+
+
+def process_device(device: torch.device, name: str, info: DistInfo) -> torch.device:
+    """The device this process trains on, ``device`` being the one ``--device name`` chose: under torchrun on GPUs,
+    the GPU of the process' local rank (a one-line error where the machine has fewer); on the CPU, ``device``, with
+    a warning (once, from rank 0) where ``auto`` found no GPU, as when ``--nproc-per-node N`` (a recipe's
+    ``--gpus N``) is given on a machine without one: the processes then share its CPU cores."""
+    if not info.enabled:
+        return device
+    if device.type == "cuda":
+        count = torch.cuda.device_count()
+        if info.local_rank >= count:
+            raise NmtkitError(f"rank {info.rank} of {info.world_size}: torchrun started more processes on this "
+                              f"machine than it has CUDA devices ({count}); give --nproc-per-node {count} or fewer",
+                              exit_code=2)
+        return torch.device("cuda", info.local_rank)
+    if name == "auto" and info.is_main:
+        warn(f"--device auto: no GPU found, so the run's {info.world_size} processes train on CPUs (give --device "
+             "cpu to say that this is meant)")
+    return device
 
 
 def broadcast(obj, info: DistInfo):

@@ -38,7 +38,7 @@ from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.models.registry import get_spec, option_values
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.diagnostics import gradient_norms
-from nmtkit.train.distributed import DistInfo, broadcast
+from nmtkit.train.distributed import DistInfo, broadcast, process_device
 from nmtkit.train.length_limits import check_length_limits, width_caps
 from nmtkit.train.optim import (
     DEFAULT_LR,
@@ -90,9 +90,8 @@ class Trainer:
         self.config = config
         profiled = profiled_updates(config["profile"], config["max_steps"])  # (checked before any work)
         self.dist = dist or DistInfo()
-        self.device = pick_device(config["device"])
-        if self.dist.enabled and self.device.type == "cuda":
-            self.device = torch.device("cuda", self.dist.local_rank)
+        self.device = process_device(pick_device(config["device"]), config["device"], self.dist)
+        if self.device.type == "cuda" and self.dist.enabled:
             torch.cuda.set_device(self.device)
         if config["threads"] > 0:
             torch.set_num_threads(config["threads"])
