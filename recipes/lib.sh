@@ -50,7 +50,8 @@
 #                                 .gz, a whole Debian package (.deb), and a .pth named NAME-HASH.pth (as torchvision and
 #                                 torch.hub name weights) has a SHA-256 starting with HASH; else it is removed and
 #                                 the recipe stops
-#   unpack ARCHIVE DIR            a .zip, .tar.gz or .tgz unpacked into DIR (through DIR.part), unless DIR exists
+#   unpack ARCHIVE DIR            a .zip, .tar.gz or .tgz unpacked into DIR (through DIR.part), unless DIR exists;
+#                                 DIR.source names the archive, and a DIR of another archive stops the recipe
 #   unpacked SRC [NAME]           prints the folder where the archive SRC (fetch SRC [NAME]) is unpacked once,
 #                                 unpacked_dir NAME (by default the archive's file name): WORKDIR/unpacked/NAME less
 #                                 .zip, .tgz or .tar.gz; or SRC itself, a local folder holding what the archive
@@ -298,11 +299,20 @@ fetch() {  # fetch SRC [NAME]: a local path as it is, a URL downloaded once into
   esac
 }
 
-unpack() {  # unpack ARCHIVE DIR: a .zip, .tar.gz or .tgz into DIR (through DIR.part), unless DIR exists
-  [ -d "$2" ] && return
+unpack() {  # unpack ARCHIVE DIR: a .zip, .tar.gz or .tgz into DIR (through DIR.part), unless DIR holds it already;
+  # DIR.source names the archive unpacked (its full path), so that another one for DIR is refused, not taken for it
+  local source=$1 was
+  [[ $source == /* ]] || source=$PWD/$source
+  if [ -d "$2" ]; then
+    was=$(cat "$2.source" 2> /dev/null || echo "$source")  # (a DIR unpacked before sources were named: kept)
+    [ "$was" = "$source" ] || fail "$2 holds $was unpacked, not $1: remove $2 to unpack $1 instead (two archives\
+ of the same name: rename one)"
+    return
+  fi
   step mkdir -p "$2.part"
   if [[ $1 == *.zip ]]; then step unzip_into "$1" "$2.part"
   else step tar -xzf "$1" -C "$2.part"; fi
+  [ "$dry" = 1 ] || printf '%s\n' "$source" > "$2.source"
   step mv "$2.part" "$2"
 }
 

@@ -176,6 +176,26 @@ def test_unpacked_takes_a_local_folder_as_the_archive_unpacked_and_names_each_ar
     assert not (tmp_path / "w" / "unpacked").exists()
 
 
+def test_a_folder_unpacked_from_another_archive_of_the_same_name_is_refused_not_taken_for_it(tmp_path):
+    """(EUROPARL=a/training.tgz, then b/training.tgz, or two inputs of one name: the second was never unpacked, and
+    the recipe went on with the first's files)"""
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "inside.txt").write_text(f"{side}\n")
+        subprocess.run(["tar", "-czf", str(tmp_path / side / "training.tgz"), "-C", str(tmp_path / side), "inside.txt"],
+                       check=True)
+    body = 'stage "1. data"\ndir=$(unpacked "$1"); cat "$dir/inside.txt"'
+    for _ in range(2):  # (unpacked once, then found)
+        r = script(tmp_path, body.replace("$1", "a/training.tgz"))
+        assert r.returncode == 0 and r.stdout == "a\n", r.stderr
+    r = script(tmp_path, body.replace("$1", f"{tmp_path}/b/training.tgz"))
+    assert r.returncode == 1 and r.stdout == "" and r.stderr.splitlines()[-1] == (
+        f"error: step 1. data failed: {tmp_path}/w/unpacked/training holds {tmp_path}/a/training.tgz unpacked, not "
+        f"{tmp_path}/b/training.tgz: remove {tmp_path}/w/unpacked/training to unpack {tmp_path}/b/training.tgz "
+        "instead (two archives of the same name: rename one)")
+    assert (tmp_path / "w" / "unpacked" / "training" / "inside.txt").read_text() == "a\n"
+
+
 def test_a_tool_that_checks_a_download_is_looked_for_before_it_is_fetched(tmp_path):
     """(without tar, a good .tgz was removed as 'not a readable .tar.gz archive', at every run)"""
     tools = tmp_path / "bin"
