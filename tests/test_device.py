@@ -87,3 +87,21 @@ def test_a_state_saved_unfused_resumes_fused_with_its_step_counts_beside_the_par
     assert fused.param_groups[0]["fused"] and step.dtype == torch.float32 and step.device == p.device
     fused.step()
     assert float(fused.state[p]["step"]) == 2
+
+
+def test_a_gpu_index_past_the_machine_s_is_a_one_line_error(monkeypatch):
+    from nmtkit.device import check_available
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    check_available(torch.device("cuda", 0), "cuda:0")
+    with pytest.raises(NmtkitError, match=r"^--device cuda:1: there are only 1 CUDA devices$"):
+        check_available(torch.device("cuda", 1), "cuda:1")
+
+
+def test_running_out_of_host_memory_is_recognised_as_running_out_of_memory():
+    from nmtkit.device import is_out_of_memory
+
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"))
+    assert is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not is_out_of_memory(RuntimeError("shape '[2, 3]' is invalid for input of size 5"))

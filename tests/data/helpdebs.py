@@ -34,13 +34,13 @@ def _tar(files: dict[str, bytes], compression: str = "xz") -> bytes:
     return buf.getvalue()
 
 
-def write_deb(path: Path, lang: str, pages: dict[str, str], compression: str = "xz") -> Path:
+def write_deb(path: Path, lang: str, pages: dict[str, str], compression: str = "xz", control: bytes = b"") -> Path:
     """A libreoffice-help .deb at ``path`` holding ``pages`` (name under help/LANG/, e.g. text/swriter/a.html:
-    HTML) and a file that is not a page."""
+    HTML) and a file that is not a page; ``control``: the bytes of its control member (by default a tar)."""
     files = {f"./usr/share/libreoffice/help/{lang}/{name}": html.encode("utf-8") for name, html in pages.items()}
     files[f"./usr/share/libreoffice/help/{lang}/bookmarks.js"] = b"var bookmarks = [];\n"
     files[f"./usr/share/doc/libreoffice-help-{lang.lower()}/copyright"] = b"MPL-2.0\n"
-    members = [("debian-binary", b"2.0\n"), ("control.tar.xz", _tar({"./control": b"Package: x\n"})),
+    members = [("debian-binary", b"2.0\n"), ("control.tar.xz", control or _tar({"./control": b"Package: x\n"})),
                (f"data.tar.{compression}", _tar(files, compression))]
     out = bytearray(b"!<arch>\n")
     for name, data in members:

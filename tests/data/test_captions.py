@@ -64,11 +64,25 @@ def test_a_captioning_corpus(tmp_path):
     shard = Shard(corpus.folder / train["shards"][0]["file"])
     assert np.array_equal(shard.get("image", 0), shard.get("image", 1)) and shard.get("image", 0).shape == (4, 512)
     assert corpus.tgt_vocab.decode(shard.get("tgt", 1).tolist()) == "red square on white"
-    assert manifest["splits"]["valid"]["sentences"] == 2  # one example per image
+    assert manifest["splits"]["valid"]["sentences"] == 2  # one example per image, its first caption the target
+    valid = Shard(corpus.folder / manifest["splits"]["valid"]["shards"][0]["file"])
+    assert [corpus.tgt_vocab.decode(valid.get("tgt", k).tolist()) for k in (0, 1)] == ["a blue disc", "a red square"]
     assert corpus.references("valid") == [["a blue disc", "a red square"],
                                           ["blue disc on white", "red square on white"]]
     assert (corpus.folder / "test.images").read_text().split("\n")[0] == str((tmp_path / "img7.png").resolve())
     assert manifest["options"]["images"]["size"] == 32 and manifest["options"]["images"]["weights"] is None
+
+
+def test_captions_of_up_to_max_len_tokens_are_kept_and_images_named_relatively_are_listed_whole(tmp_path,
+                                                                                                 monkeypatch):
+    write_images(tmp_path)
+    monkeypatch.chdir(tmp_path.parent)
+    splits = {s: tmp_path / f"{s}.txt" for s in ("train", "valid", "test")}
+    corpus = Corpus.open(preprocess_captions(tmp_path / "corpus", tmp_path / "captions.token", splits, "en",
+                                             images=tmp_path.name, spec=SPEC, max_len=3))
+    train = corpus.manifest["splits"]["train"]  # "a red square" (3 tokens) kept, "red square on white" dropped
+    assert train["sentences"] == 5 and train["dropped"] == {"too_long": 5, "empty": 0}
+    assert (corpus.folder / "test.images").read_text().split("\n")[0] == str((tmp_path / "img7.png").resolve())
 
 
 def test_features_given_precomputed_are_stored_as_given(tmp_path):

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from nmtkit.data.folders import MARKER
-from nmtkit.data.helppages import build_corpus, main, read_package, segments, split_of
+from nmtkit.data.helppages import build_corpus, main, pairs, read_package, segments, split_of, split_pairs
 from nmtkit.errors import NmtkitError
 from tests.data.helpdebs import page, toy_help, write_deb
 
@@ -39,12 +39,34 @@ def test_a_block_switch_keeps_every_case_as_its_own_paragraph():
     assert segments(html) == {"hd_id1": ["Formatted"], "par_id2": ["In Calc."]}
 
 
+def test_a_paragraph_holding_another_keeps_its_whole_text():
+    assert segments('<p id="a">Outer <p id="b">inner</p> end</p>') == {"b": ["inner"], "a": ["Outer inner end"]}
+    assert segments('<h1 id="a">Title<p id="b">unclosed</h1>') == {"a": ["Titleunclosed"], "b": ["unclosed"]}
+
+
 def test_read_package(tmp_path):
     deb = write_deb(tmp_path / "h.deb", "zh-CN", {"text/a.html": page("zh-CN", [("h1", "h1", "标题")]),
                                                   "text/b/c.html": page("zh-CN", [("p", "p1", "段落")])})
     assert read_package(deb) == ("zh-CN", {"text/a.html": {"h1": ["标题"]}, "text/b/c.html": {"p1": ["段落"]}})
     gz = write_deb(tmp_path / "gz.deb", "de", {"text/a.html": page("de", [("p", "p1", "Absatz")])}, "gz")
     assert read_package(gz) == ("de", {"text/a.html": {"p1": ["Absatz"]}})
+    odd = write_deb(tmp_path / "odd.deb", "de", {"text/a.html": page("de", [("p", "p1", "Absatz")])}, control=b"odd")
+    assert read_package(odd) == ("de", {"text/a.html": {"p1": ["Absatz"]}})  # (ar pads a member of odd length)
+
+
+def test_an_id_repeated_a_different_number_of_times_on_each_side_is_not_paired():
+    src = {"text/a.html": {"p1": ["One."], "p2": ["Two.", "Again."]}}
+    tgt = {"text/a.html": {"p1": ["Eins.", "Noch."], "p2": ["Zwei.", "Wieder."]}}
+    assert list(pairs(src, tgt)) == [("text/a.html", "Two.", "Zwei."), ("text/a.html", "Again.", "Wieder.")]
+
+
+def test_dev_and_test_keep_pairs_of_up_to_max_words_words_of_the_first_language():
+    page_name = next(f"text/p{i}.html" for i in range(100) if split_of(f"text/p{i}.html", 0.5, 0) == "dev")
+    six, seven, nine = "one two three four five six", "one two three four five six seven", " ".join(["wort"] * 9)
+    src = {page_name: {"exact": [six], "over": [seven], "short": ["a b c"]}}
+    tgt = {page_name: {"exact": ["sechs"], "over": ["sieben"], "short": [nine]}}
+    kept = split_pairs(src, tgt, dev=0.5, test=0, max_words=6)
+    assert kept == {"train": [], "dev": [(six, "sechs"), ("a b c", nine)], "test": []}
 
 
 def pair_of_packages(tmp_path, en_pages, de_pages):

@@ -1,6 +1,7 @@
 """Batches made ahead in a background thread: the same batches in order, errors where they happened, a worker that
 stops when the consumer leaves early."""
 import threading
+import time
 
 import pytest
 
@@ -39,3 +40,15 @@ def test_leaving_early_stops_the_worker():
         next(ahead)
     assert len(made) <= 5  # the one taken, two waiting, one being handed over: not the thousand
     assert not any(t.name == "nmtkit-batches" and t.is_alive() for t in threading.enumerate())
+
+
+def test_no_more_than_ahead_batches_wait_while_the_consumer_is_busy():
+    """(the bound keeps memory flat: a worker faster than the updates would otherwise make the whole epoch)"""
+    made = []
+    with Prefetched(batches(1000, made=made), ahead=2) as ahead:
+        next(ahead)
+        deadline = time.time() + 5
+        while len(made) < 3 and time.time() < deadline:  # (the worker fills its queue)
+            time.sleep(0.01)
+        time.sleep(0.3)  # (time for it to make more, were it unbounded)
+        assert 3 <= len(made) <= 4  # the one taken, two waiting, at most one being handed over

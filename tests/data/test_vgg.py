@@ -57,3 +57,18 @@ def test_other_files_are_refused_naming_the_first_mismatch(tmp_path):
         cnn.load_weights(tmp_path / "code.pth")
     with pytest.raises(NmtkitError, match="no such file"):
         cnn.load_weights(tmp_path / "absent.pth")
+
+
+def test_pixels_are_normalised_by_imagenet_s_rgb_statistics_and_the_grid_read_row_by_row():
+    """(x - mean) / std per channel, in RGB order (torchvision's weights were trained so); cells numbered as
+    grid_labels names them, r0c0, r0c1, r1c0, r1c1."""
+    cnn = VGG16Features().eval()
+    cnn.features = torch.nn.Identity()  # (the input grid itself, normalised)
+    images = torch.zeros(1, 3, 2, 2)
+    images[0, :, 0, 1] = 0.5  # row 0, column 1
+    mean, std = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
+    out = cnn(images)
+    assert out.shape == (1, 4, 3)
+    torch.testing.assert_close(out[0, 1], (0.5 - mean) / std)
+    for cell in (0, 2, 3):
+        torch.testing.assert_close(out[0, cell], -mean / std)
