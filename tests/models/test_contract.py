@@ -144,6 +144,24 @@ def test_every_dropout_is_off_in_eval_mode(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_padding_embeddings_are_zero_after_the_uniform_initialisation(arch):
+    m = tiny(arch, param_init=0.1)
+    padded = [e for e in m.modules() if isinstance(e, torch.nn.Embedding) and e.padding_idx is not None]
+    assert padded and all(not e.weight[e.padding_idx].any() and e.weight.any() for e in padded)
+
+
+def test_attention_weights_are_wanted_only_within_the_block():
+    m = tiny(ARCHS[0])
+    before = m.weights_wanted
+    with m.attention_weights(not before):
+        assert m.weights_wanted is (not before)
+        with m.attention_weights(before):
+            assert m.weights_wanted is before
+        assert m.weights_wanted is (not before)
+    assert m.weights_wanted is before
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_checkpoint_round_trip_gives_the_same_model(arch, tmp_path):
     m, b = tiny(arch), batch()
     sizes = {name: info.size for name, info in inputs.META.streams.items() if info.kind == "tokens"}

@@ -97,6 +97,8 @@ def test_padding_in_a_batch_does_not_change_a_sentence():
 def test_tied_embeddings_share_the_weight():
     m = model(tie_embeddings=True)
     assert m.decoder.readout.output.weight is m.tgt_emb.weight
+    both = model(arch="bitatt-rnn", tie_embeddings=True)  # (the reverse decoder's output layer too)
+    assert both.decoder.readout.output.weight is both.tgt_emb.weight is both.reverse.readout.output.weight
     with pytest.raises(NmtkitError, match=r"--arch rnnsearch: --tie-embeddings needs --readout-size \(8\) equal to --emb-size \(16\)"):
         model(tie_embeddings=True, readout_size=8)
 
@@ -108,3 +110,19 @@ def test_gradients_reach_every_parameter():
     logits.sum().backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert missing == []
+
+
+def test_the_attention_size_is_the_decoder_s_unless_given():
+    m = model(emb_size=8, dec_size=12, att_size=0)
+    assert m.decoder.attention.key.out_features == 12 and m.decoder.attention.v.in_features == 12
+    assert model(emb_size=8, dec_size=12, att_size=7).decoder.attention.key.out_features == 7
+
+
+@pytest.mark.parametrize("arch", ["rtatt-rnn", "bitatt-rnn"])
+def test_the_reverse_decoder_attends_to_its_own_earlier_states(arch):
+    """R_k (bidirectional-target-attention.txt Eq. 17-18): the reverse decoder has a target attention, whose context
+    enters its cell and its output."""
+    m = model(arch=arch)
+    assert m.reverse.target_attention is not None and "target" in m.reverse.cell.contexts
+    assert "target" in m.reverse.readout.extras
+

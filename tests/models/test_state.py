@@ -109,3 +109,25 @@ def test_merged_takes_the_recorded_rows_of_deferred_tensors_first():
     a, b = _deferred().reorder(torch.tensor([3, 1])), _deferred().reorder(torch.tensor([2]))
     m = DecoderState.merged([a, b])
     assert PENDING not in m and m["kv"][:, 0, :, 0].tolist() == [[30, 31, 32], [10, 11, 12], [20, 21, 22]]
+
+
+def test_trimming_drops_only_the_positions_before_every_row_s_own():
+    """The leading positions no row owns go; a row that owns from position 0 keeps the whole memory."""
+    mem = torch.arange(4.0).view(1, 4, 1).repeat(2, 1, 1)
+    s = DecoderState({"mem": mem, START: torch.tensor([0, 2])}, grows={"mem"})
+    assert s.trimmed()["mem"] is mem and s.trimmed()[START].tolist() == [0, 2]
+    late = DecoderState({"mem": mem, START: torch.tensor([3, 1])}, grows={"mem"}).trimmed()
+    assert late["mem"][0, :, 0].tolist() == [1.0, 2.0, 3.0] and late[START].tolist() == [2, 0]
+
+
+def test_a_row_keeps_its_positions_through_two_joins():
+    """A row three steps in, joined by one at its first step, then by another: each keeps all its positions."""
+    def row(steps, value):
+        return DecoderState({"mem": torch.full((1, steps, 1), value), "h": torch.zeros(1, 1)}, grows={"mem"})
+
+    m = DecoderState.merged([row(3, 1.0), row(0, 2.0)])
+    grown = m.replace(mem=torch.cat([m["mem"], torch.tensor([[[1.0]], [[2.0]]])], 1))  # (a step: one each)
+    again = DecoderState.merged([grown, row(1, 3.0)])
+    steps = again["mem"].size(1)
+    own = target_mask(again, steps)
+    assert [again["mem"][k, own[k], 0].tolist() for k in range(3)] == [[1.0] * 4, [2.0], [3.0]]

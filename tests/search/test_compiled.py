@@ -146,3 +146,14 @@ def test_compile_without_a_cpp_compiler_is_a_one_line_error(trained_ckpt, monkey
         assert r.exit_code == 2 and "install g++" in r.stderr
     finally:
         cpp_builder.cpp_compiler_search.cache_clear()
+
+
+def test_a_compiled_step_may_compile_as_many_shapes_as_a_search_meets(monkeypatch):
+    """PyTorch's default of 8 compilations a function, after which it runs uncompiled, is raised to 64; a user's
+    higher limit is kept."""
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 8)
+    Compiled(tiny("rnnsearch"), "eager")
+    assert torch._dynamo.config.recompile_limit == Compiled.RECOMPILE_LIMIT == 64
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 100)
+    Compiled(tiny("rnnsearch"), "eager")
+    assert torch._dynamo.config.recompile_limit == 100

@@ -140,3 +140,13 @@ def test_cli_and_errors(trained_ckpt):
         for_inference(torch.nn.Linear(2, 2), "int8", torch.device("cuda"))
     r = run(["translate", "-m", trained_ckpt, "--precision", "fp8"], input="one\n", ok=False)
     assert "'fp8' is not one of" in r.stderr
+
+
+def test_bf16_decodes_under_bfloat16_autocast():
+    """(float16 would pass the closeness test above on a CPU, and overflow where bfloat16 does not)"""
+    m = tiny("rnnsearch")
+    ready, context = for_inference(m, "bf16", torch.device("cpu"))
+    assert ready is m
+    with context():
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")
