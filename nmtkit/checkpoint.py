@@ -10,6 +10,7 @@ import io
 import os
 import re
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -111,13 +112,16 @@ def load_checkpoint(path: PathLike, require: tuple[str, ...] = ("model", "config
         raise NmtkitError(f"{path}: a folder, not a checkpoint")
     if not path.is_file():
         raise NmtkitError(f"{path}: no such checkpoint")
-    check_crc(path)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many types for truncated or foreign files
-        with open(path, "rb") as f:
-            head = f.read(8)
-        raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({unreadable(e, head)})") from None
+    with ThreadPoolExecutor(1, thread_name_prefix="nmtkit-crc") as checking:  # (both read the file, GIL released)
+        crc = checking.submit(check_crc, path)
+        try:
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises many types for truncated or foreign files
+            crc.result()  # (damaged bytes named as such first)
+            with open(path, "rb") as f:
+                head = f.read(8)
+            raise NmtkitError(f"{path}: not a readable nmtkit checkpoint ({unreadable(e, head)})") from None
+        crc.result()
     if not isinstance(ckpt, dict) or ckpt.get("format") not in (1, FORMAT_VERSION) or "model" not in ckpt:
         raise NmtkitError(f"{path}: not an nmtkit checkpoint (format {ckpt.get('format') if isinstance(ckpt, dict) else '?'})")
     ckpt = upgrade(ckpt)
