@@ -8,6 +8,7 @@ import torch
 
 OPTIMIZERS = ("adam", "adadelta", "sgd")
 DEFAULT_LR = {"adam": 0.001, "adadelta": 1.0, "sgd": 0.1}
+NAMES = {"adam": "Adam", "adadelta": "Adadelta", "sgd": "SGD"}  #: as the help and the docs write them
 
 
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,

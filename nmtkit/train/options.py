@@ -13,7 +13,7 @@ from nmtkit.config import (
                            Range,
 )
 from nmtkit.metrics.text import VALIDATION_METRICS
-from nmtkit.train.optim import OPTIMIZERS
+from nmtkit.train.optim import DEFAULT_LR, NAMES, OPTIMIZERS
 from nmtkit.train.profiling import PROFILE
 from nmtkit.train.schedules import SCHEDULES
 
@@ -31,8 +31,9 @@ TRAIN_OPTIONS = [
     Option("pad_multiple", 0, "pad each training batch's lengths up to a multiple of N (fewer distinct shapes for "
            "the GPU's kernels and memory cache; 0: 8 on GPUs, 1 elsewhere)", allows=Range(0, 1024)),
     Option("optimizer", "adam", "optimiser", choices=OPTIMIZERS),
-    Option("lr", None, "learning rate [default: the optimiser's usual one: Adam 0.001, Adadelta 1.0, SGD 0.1]",
-           type=float, allows=ABOVE_ZERO),
+    Option("lr", None, "learning rate [default: the optimiser's usual one: "
+           f"{', '.join(f'{NAMES[name]} {lr}' for name, lr in DEFAULT_LR.items())}]", type=float,
+           allows=ABOVE_ZERO),
     Option("adam_beta1", 0.9, "Adam: decay of the gradients' running mean", allows=Range(0, 1, high_open=True)),
     Option("adam_beta2", 0.999, "Adam: decay of the squared gradients' running mean (Transformers: 0.98)",
            allows=Range(0, 1, high_open=True)),

@@ -67,6 +67,7 @@ def test_seeds_json_csv_and_plot(outputs, monkeypatch):
     assert table[2][9:] == ["True", "4", "4"] and float(table[2][5]) > 0  # numbers, not the table's strings
     assert json.loads((d / "c.json").read_text())[0]["metric"] == "bleu"
     assert run([*args, "--csv", "-"]).stdout == (d / "c.csv").read_text()  # (instead of the table; no file '-')
+    assert "several files a system: the tests cover the test set's sampling" in run(args).stdout  # (two a system)
     assert not (d / "-").exists()
     with Image.open(d / "c.png") as image:
         assert image.size[0] > 400
@@ -90,3 +91,14 @@ def test_errors(outputs):
     for extra, message in cases:
         r = run(["compare", "-r", d / "ref", *extra], ok=False)
         assert message in r.stderr and r.stderr.count("\n") == 1, (extra, r.stderr)
+    r = run(["compare", "-r", d / "ref", "-r", d / "short", *two], ok=False)
+    assert r.exit_code == 1 and r.stderr == f"error: -r {d / 'short'} has 1 lines but {d / 'ref'} has {len(REF)}\n"
+
+
+def test_a_metric_named_twice_is_one_table_and_tokenize_goes_with_bleu_anywhere_in_the_list(outputs):
+    d = outputs
+    two = ["--sys", f"a={d / 'base'}", "--sys", f"b={d / 'other'}", "--bootstrap", 20, "--trials", 20]
+    r = run(["compare", "-r", d / "ref", *two, "--metric", "bleu,bleu"])
+    assert r.stdout.count("bleu: nrefs:1") == 1
+    r = run(["compare", "-r", d / "ref", *two, "--metric", "chrf,bleu", "--tokenize", "zh"])
+    assert "bleu: nrefs:1|bs:20|ar:20|seed:12345|case:mixed|eff:no|tok:zh" in r.stdout and r.stdout.startswith("chrf")

@@ -14,6 +14,7 @@ def test_preprocess_spm_with_test_split(text_dir, tmp_path):
     assert set(m["splits"]) == {"train", "valid", "test"} and m["streams"]["src"]["vocab_kind"] == "spm"
     assert m["splits"]["train"]["sentences"] + m["splits"]["train"]["dropped"]["too_long"] == 2000
     assert "dropped" in r.stderr and (tmp_path / "c" / "vocab.src.model").exists()
+    assert m["options"]["shard_size"] == 100_000 and m["options"]["max_len"] == 12  # (the default, and as given)
 
 
 def test_character_coverage(text_dir, tmp_path):

@@ -87,7 +87,7 @@ def test_option_errors(corpus_dir, tmp_path):
     r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
-    assert "--data: a corpus folder is required" in r.stderr
+    assert r.exit_code == 2 and "--data: a corpus folder is required" in r.stderr
     luong = ["--arch", "luong", "--layers", 1]
     for options, message in ((["--warmup-steps", 10], "--warmup-steps: goes with --lr-schedule inverse-sqrt"),
                              ([*luong, "--attention-window", 3], "--attention-window: goes with --attention local-m or "
@@ -97,20 +97,23 @@ def test_option_errors(corpus_dir, tmp_path):
                              (["--lr-schedule", "inverse-sqrt", "--min-lr", 0.1], "--min-lr: goes with --lr-schedule "
                                                                                   "decay-on-worse"),
                              (["--optimizer", "sgd", "--adam-beta2", 0.98], "--adam-beta2: goes with --optimizer adam"),
+                             (["--optimizer", "adadelta", "--adam-beta1", 0.8], "--adam-beta1: goes with --optimizer "
+                                                                                "adam"),
                              (["--arch", "multi-source", "--no-feature-norm"], "--no-feature-norm: goes with image "
                                                                                "features among --encoders"),
                              (["--arch", "multi-source-transformer", "--encoder-dropout", 0.2], "--encoder-dropout: goes "
                                                                                              "with two or more --encoders"),
                              (["--arch", "multi-source", "--balance-encoders"], "--balance-encoders: goes with two or "
                                                                                 "more --encoders, or --sentinel")):
-        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", *options], ok=False)
+        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", "--max-steps", 1, *options], ok=False)
         assert r.exit_code == 2 and r.stderr == f"error: {message}\n" and not (tmp_path / "y").exists()
     r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)
     assert "not a corpus folder" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--resume"], ok=False)
     assert "--resume: no" in r.stderr
-    r = run(["train", "--data", corpus_dir, "--init-lr"], ok=False)
-    assert "go with --init-from" in r.stderr
+    for alone in ("--init-lr", "--init-optimizer"):
+        r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", "--max-steps", 1, alone], ok=False)
+        assert r.exit_code == 2 and "go with --init-from" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--arch", "nope"], ok=False)
     assert "invalid choice" in r.stderr or "unknown architecture" in r.stderr
 
@@ -167,7 +170,10 @@ def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(cor
 
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):
     r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent], ok=False)
-    assert "already holds a run; use --resume" in r.stderr
+    assert r.exit_code == 2 and "already holds a run; use --resume" in r.stderr
+    r = run(["train", "--data", corpus_dir, "--save-dir", trained_ckpt.parent, "--resume", "--init-from", trained_ckpt],
+            ok=False)
+    assert r.exit_code == 2 and r.stderr == "error: --resume and --init-from exclude each other\n"
     r = run(["train", "--data", corpus_dir, "--save-dir", "/proc/nmtkit-test/run"], ok=False)
     assert r.exit_code == 2 and r.stderr.startswith("error: --save-dir /proc/nmtkit-test/run: cannot write in /proc (")
 

@@ -95,6 +95,52 @@ def test_the_options_tables_give_the_forms_that_help_shows(command):
     assert not wrong, f"docs/{PAGES[command]}'s options table: {'; '.join(wrong)}"
 
 
+def shown_default(option: Option, ctx: click.Context) -> str:
+    """The default --help shows for ``option``, as an options table gives it: the value (a switch's as ``on`` or
+    ``off``), ``required``, or "" where it shows none."""
+    record = option.get_help_record(ctx)
+    text = " ".join(record[1].split()) if record else ""
+    if text.endswith("[required]"):
+        return "required"
+    found = re.search(r"\[default: ([^\[\]]*)\]$", text)
+    if not found:
+        return ""
+    value = found.group(1)
+    if option.is_flag and value in ("True", *(f.lstrip("-") for f in option.opts)):
+        return "on"
+    if option.is_flag and value in ("False", *(f.lstrip("-") for f in option.secondary_opts)):
+        return "off"
+    return value
+
+
+@pytest.mark.parametrize("command", sorted(PAGES))
+def test_the_options_tables_give_the_defaults_that_help_shows(command):
+    """In a table whose header has a ``default`` column, a row's default is the one --help shows (the values of the
+    row's options in turn, comma-separated); "required" may go on with a note; where --help shows none, the
+    column says in words what happens."""
+    cmd = main.commands[command]
+    ctx = click.Context(cmd)
+    by_flag = {flag: p for p in getattr(cmd, "base_params", cmd.params) if isinstance(p, Option) for flag in p.opts}
+    wrong, column, checked = [], None, 0
+    for line in page(PAGES[command]).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if not cells:
+            column = None
+        elif cells[0] == "option":
+            column = cells.index("default") if "default" in cells else None
+        flags = [f for f in re.findall(r"`(-[^`]+)`", cells[0]) if f in by_flag] if cells and column else []
+        if not flags:
+            continue
+        shown = ", ".join(dict.fromkeys(shown_default(by_flag[flag], ctx) for flag in flags))
+        given = cells[column]
+        checked += bool(shown)
+        if shown and not (given == shown or shown == "required" and given.startswith("required ")):
+            wrong.append(f"{', '.join(flags)}: {given or 'nothing'}, where --help shows {shown}")
+    assert not wrong, f"docs/{PAGES[command]}'s options table: {'; '.join(wrong)}"
+    assert checked or command in ("average", "check-corpus", "demo-corpus", "replace-unk"), \
+        f"docs/{PAGES[command]}: no default of 'nmtkit {command}' checked (is its table's header still there?)"
+
+
 def sections(text: str) -> dict[str, str]:
     """The ``## `` sections of a page by heading."""
     parts = re.split(r"^## (.+)$", text, flags=re.M)

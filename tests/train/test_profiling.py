@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.autograd import DeviceType
 
-from nmtkit.train.profiling import per_update
+from nmtkit.train.profiling import per_update, profiled_updates
 from tests.conftest import TINY_MODEL, run
 
 
@@ -36,8 +36,14 @@ def test_no_profile_unless_asked(corpus_dir, tmp_path):
     assert not (tmp_path / "run" / "profile.txt").exists()
 
 
+def test_a_range_of_one_update_and_one_that_ends_at_the_last_are_profiled():
+    assert profiled_updates("3:3", 6) == range(3, 4) and profiled_updates("6:6", 6) == range(6, 7)
+    assert profiled_updates("2:9", 6) == range(2, 10) and profiled_updates("", 6) is None
+
+
 @pytest.mark.parametrize("value, says", [("4:2", "--profile 4:2: the last update comes before the first"),
                                          ("2-4", "A:B, the first and the last update"),
+                                         ("0:2", "A:B, the first and the last update"),
                                          ("7:9", "--profile 7:9: past --max-steps 6, so nothing would be profiled")])
 def test_a_bad_range_is_refused_in_one_line(corpus_dir, tmp_path, value, says):
     r = _train(corpus_dir, tmp_path / "run", "--profile", value, ok=False)
