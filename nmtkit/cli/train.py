@@ -57,13 +57,15 @@ def chosen_arch(args: list[str]) -> tuple[str, bool]:
 
 def run_config(save_dir: Path, quiet: bool = False) -> dict:
     """The settings of the run in ``save_dir`` (which holds a last.pt): its ``config.yaml``, and for keys it lacks (a
-    file lost or cut short) those ``last.pt`` was trained with, with a warning unless ``quiet``."""
+    file lost or cut short: training's, the architecture's own) those ``last.pt`` was trained with, with a warning
+    unless ``quiet``."""
     from nmtkit.checkpoint import load_checkpoint
     from nmtkit.progress import warn
 
     saved = save_dir / "config.yaml"
     values = read_yaml(saved) if saved.is_file() else FileValues({}, {})
-    known = {o.name for o in TRAIN_OPTIONS} | {"arch"}
+    arch = MODELS.get(str(values.get("arch")))
+    known = {o.name for o in TRAIN_OPTIONS} | {"arch"} | {o.name for o in (arch.options if arch else ())}
     if known <= set(values):
         return values
     trained = load_checkpoint(save_dir / "last.pt")["config"]

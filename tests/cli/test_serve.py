@@ -59,7 +59,8 @@ def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_
     model = tmp_path / "de"
     model.mkdir()
     shutil.copy(trained_ckpt, model / "best.pt")
-    server, url = start("-m", model / "best.pt", "--threads", 1, *batching)
+    threads = [] if batching[:1] == ["--workers"] else ["--threads", 1]  # (the workers share PyTorch's default)
+    server, url = start("-m", model / "best.pt", *threads, *batching)
     try:
         assert [m["name"] for m in httpx.get(f"{url}/models").json()["models"]] == ["de"]
         r = httpx.post(f"{url}/translate", json={"text": ["forty-two", "one"]})
@@ -79,6 +80,10 @@ def test_serve_translates_and_finishes_the_request_in_flight_on_sigterm(trained_
         server.kill()
     assert "Finished server process" in log and server.returncode in (0, 143), log
     assert ("decoding step compiled in" in log) == ("--compile" in batching)
+    if not threads:
+        default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        assert f"2 decoding processes of {max(1, int(default) // 2)} thread(s) each" in log
     assert not [pid for pid in workers if alive(pid)]
 
 

@@ -84,6 +84,10 @@ def test_option_errors(corpus_dir, tmp_path):
                         "file; heads: not an option of --arch rnnsearch but of bitatt-transformer, "
                         "multi-source-transformer, transformer; see 'nmtkit train --arch rnnsearch --help'; rate: no "
                         "such option; see 'nmtkit train --help'\n") and r.exit_code == 2
+    (tmp_path / "bad.yaml").write_text("data: x\nresume: true\n")  # (a reason alone names the flag too)
+    r = run(["train", "-c", tmp_path / "bad.yaml"], ok=False)
+    assert r.stderr == (f"error: {tmp_path / 'bad.yaml'}: unknown key(s) resume (line 2): --resume: given on the "
+                        "command line only, not in a config file\n") and r.exit_code == 2
     r = run(["train", "--data", corpus_dir, "--lr", "fast"], ok=False)
     assert "--lr: expects a number > 0, got 'fast'" in r.stderr
     r = run(["train", "--save-dir", tmp_path / "x"], ok=False)
@@ -166,6 +170,12 @@ def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(cor
     assert f"warning: {tmp_path / 'l' / 'config.yaml'} is missing: the run's settings taken from" in r.stderr
     saved = yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())
     assert (saved["arch"], saved["layers"], saved["dropout"], saved["valid_max_sentences"]) == ("luong", 1, 0.3, 4)
+    del saved["dropout"]  # (a key lost: the others, arch among them, are still there)
+    (tmp_path / "l" / "config.yaml").write_text(yaml.safe_dump(saved))
+    r = run(["train", "--save-dir", tmp_path / "l", "--resume", "--max-steps", 5])
+    assert f"warning: {tmp_path / 'l' / 'config.yaml'} lacks dropout: the run's settings taken from" in r.stderr
+    assert yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())["dropout"] == 0.3
+    assert "Options of --arch luong" in run(["train", "-c", tmp_path / "l.yaml", "--help"]).stdout
 
 
 def test_an_existing_run_is_not_overwritten(corpus_dir, trained_ckpt):

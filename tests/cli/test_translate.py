@@ -2,6 +2,7 @@
 (from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
 import json
 import math
+import re
 import shutil
 
 import pytest
@@ -152,6 +153,9 @@ def test_attention_layers_and_heads_are_for_models_that_have_them(trained_ckpt, 
     r = run(["translate", "-m", trained_ckpt, "--attention-head", 1, "--attention-out", tmp_path / "a.h5"],
             input="one\n", ok=False)
     assert r.exit_code == 2 and "RNNSearch has one attention to give" in r.stderr and not (tmp_path / "a.h5").exists()
+    r = run(["translate", "-m", trained_ckpt, "--attention-layer", 1, "--alignments", tmp_path / "a.txt"],
+            input="one\n", ok=False)  # (with --alignments, which reads the attention too)
+    assert r.exit_code == 2 and "RNNSearch has one attention to give" in r.stderr and not (tmp_path / "a.txt").exists()
 
 
 def test_an_ensemble_of_two_copies_translates_as_one_model(trained_ckpt, text_dir, tmp_path):
@@ -545,7 +549,11 @@ def test_replace_unk_in_translate_is_translate_then_replace_unk(unk_ckpt, text_d
     else:
         rows = [row.split(" ||| ") for row in r.stdout.splitlines()]
         assert [row[1] for row in rows[0::2]] == piped.splitlines() and "<unk>" not in r.stdout
-    assert f"<unk> in {30 * n_best} outputs:" in r.stderr and "from the dictionary" in r.stderr
+    said = re.search(rf"replaced (\d+) <unk> in {30 * n_best} outputs: (\d+) from the dictionary, (\d+) copied",
+                     r.stderr)
+    assert said and int(said[1]) == int(said[2]) + int(said[3]) and int(said[2]) and int(said[3])
+    if n_best == 1:
+        assert int(said[1]) == plain.count("<unk>")
 
 
 def test_replace_unk_errors(trained_ckpt, text_dir, tmp_path):

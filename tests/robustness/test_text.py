@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import run
 
 
@@ -31,19 +33,41 @@ def test_a_byte_order_mark_does_not_change_the_first_translation(trained_ckpt, t
     assert run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in"]).stdout == plain
 
 
-def test_sigterm_removes_the_temporary_output_file(trained_ckpt, tmp_path):
-    """translate -o writes to a temporary file beside the output: SIGTERM removes it and exits 143."""
+CLI = "import sys; from nmtkit.cli import main; sys.exit(main())"
+
+
+def default_sigint() -> None:
+    """(a shell starts background jobs with SIGINT ignored, and Python then raises no KeyboardInterrupt)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("sig,code,said", [(signal.SIGTERM, 143, b"terminated\n"),
+                                           (signal.SIGINT, 130, b"interrupted\n")])
+def test_a_signal_removes_the_temporary_output_file(trained_ckpt, tmp_path, sig, code, said):
+    """translate -o writes to a temporary file beside the output: SIGTERM (Ctrl-C) removes it and exits 143 (130),
+    as a shell reports a process the signal ended."""
     (tmp_path / "in").write_text("seven hundred forty-two\n" * 20000)
-    code = "import sys; from nmtkit.cli import main; sys.exit(main())"
-    proc = subprocess.Popen([sys.executable, "-c", code, "translate", "-m", str(trained_ckpt), "-i", str(tmp_path / "in"),
-                             "-o", str(tmp_path / "out")], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", CLI, "translate", "-m", str(trained_ckpt), "-i", str(tmp_path / "in"),
+                             "-o", str(tmp_path / "out")], stderr=subprocess.PIPE, preexec_fn=default_sigint)
     deadline = time.time() + 60
     while not list(tmp_path.glob(".out.*.tmp")) and time.time() < deadline:
         time.sleep(0.1)
     assert list(tmp_path.glob(".out.*.tmp")), "the temporary output file never appeared"
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 143 and b"terminated" in proc.stderr.read()
+    proc.send_signal(sig)
+    assert proc.wait(60) == code and proc.stderr.read().endswith(said)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_a_reader_that_stops_reading_ends_translate_quietly(trained_ckpt, tmp_path):
+    """`nmtkit translate ... | head -1`: once the pipe's reader is gone, exit code 141 (a shell's for SIGPIPE), no
+    traceback."""
+    (tmp_path / "in").write_text("seven hundred forty-two\n" * 5000)
+    proc = subprocess.Popen([sys.executable, "-c", CLI, "translate", "-m", str(trained_ckpt), "-i", str(tmp_path / "in"),
+                             "--batch-size", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(120) == 141
+    assert b"Traceback" not in proc.stderr.read()
 
 
 

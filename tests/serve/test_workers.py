@@ -2,6 +2,7 @@
 worker that dies is started again, one that cannot load is a one-line error, and closing ends them all."""
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -34,6 +35,17 @@ def test_a_worker_decodes_as_the_server_s_own_decoder(pool, settings):
     for key in [("tiny", 3, 1, False, False), ("tiny", 2, 2, True, False)]:
         lines = own["tiny"].lines([line.decode() for line in LINES])
         assert pool.decode(key, lines) == decode_batch(own, key, lines)
+
+
+def test_a_worker_decodes_with_the_request_s_beam_each_line_its_own(pool, settings):
+    """Against decoders of their own settings, not the code the worker runs: a request's beam is the one used, and
+    each line gets its own translation."""
+    text = ["forty-two", "seven hundred", "one", "nine thousand and six"]
+    for beam in (1, 3):
+        alone = Decoder(dataclasses.replace(settings["tiny"], beam=beam))
+        expected = [list(alone.translate(alone.lines([line])))[0].texts for line in text]
+        got = pool.decode(("tiny", beam, 1, False, False), alone.lines(text))
+        assert [r.texts for r in got] == expected, beam
 
 
 def test_a_failed_batch_is_one_line_and_the_worker_goes_on(pool):
