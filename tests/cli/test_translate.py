@@ -268,6 +268,9 @@ def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_
     assert blank.stdout == f"\n\n{lines[0]}\n" and "warning" not in blank.stderr  # (an empty line: empty inputs)
     swapped = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", a, "--beam", 3]).stdout
     assert swapped != out  # the second input counts
+    (tmp_path / "bad").write_bytes(b.read_bytes().replace(b"\n", b"\xff\n", 1))
+    r = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", tmp_path / "bad"], ok=False)
+    assert f"{tmp_path / 'bad'}:1: invalid UTF-8" in r.stderr  # (each input's messages name its own file)
     with AttentionFile(tmp_path / "a.h5") as f:
         assert len(f) == 5 and f.inputs == ["src", "mt"]
         s = f[2]

@@ -1,7 +1,9 @@
 """Word alignments from attention: each target token's most attended source token (never </s>), lifted to words."""
+from types import SimpleNamespace
+
 import numpy as np
 
-from nmtkit.search.alignment import attention_links, moses
+from nmtkit.search.alignment import Aligner, attention_links, moses
 
 
 def test_each_target_token_links_its_most_attended_source_word_once():
@@ -13,3 +15,22 @@ def test_each_target_token_links_its_most_attended_source_word_once():
     links = attention_links(weights, src_words=[0, 1, 1], tgt_words=[0, 1, 1, 2])
     assert links == [(0, 0), (0, 2), (1, 1)] and moses(links) == "0-0 0-2 1-1"
     assert attention_links(weights, [0, 1, 2], []) == [] and moses([]) == ""
+
+
+def test_subwords_on_both_sides_are_joined_into_the_words_they_make():
+    """Source tokens 0-1 make word 0 and token 2 word 1; target tokens 0-1 ("▁fort" "y") make one word: the target
+    word attends to source word 1 through its second piece, and to word 0 through its first."""
+    weights = np.array([[0.1, 0.7, 0.1, 0.1],   # target token 0 -> source token 1 (word 0)
+                        [0.1, 0.1, 0.7, 0.1],   # target token 1 (word 0) -> source token 2 (word 1)
+                        [0.0, 0.0, 0.0, 1.0]])  # </s>
+    assert attention_links(weights, src_words=[0, 0, 1], tgt_words=[0, 0]) == [(0, 0), (1, 0)]
+
+    class Pieces:
+        """A vocabulary whose every two tokens make a word."""
+
+        def word_index(self, ids):
+            return [k // 2 for k in range(len(ids))]
+
+    aligner = Aligner("src", Pieces(), Pieces())
+    output = SimpleNamespace(tokens=[7, 8], attention={"source": weights})
+    assert aligner({"src": [4, 5, 6]}, output) == "0-0 1-0"

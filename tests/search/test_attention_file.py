@@ -22,6 +22,15 @@ def test_sentences_read_back_as_written(tmp_path):
         assert f[1]["attention"]["source"].shape == (3, 2)
 
 
+def test_a_sentence_is_found_by_its_index_whatever_the_order_it_was_added_in(tmp_path):
+    w = AttentionWriter(tmp_path / "a.h5", arch="rnnsearch")
+    w.add(1, ["c", "</s>"], ["y", "</s>"], {"source": np.full((2, 2), 0.5)})
+    w.add(0, ["a", "</s>"], ["x", "</s>"], {"source": np.full((2, 2), 0.5)})
+    w.close()
+    with AttentionFile(tmp_path / "a.h5") as f:
+        assert len(f) == 2 and [f[k]["src_tokens"][0] for k in (0, 1)] == ["a", "c"]
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda f: f.__delitem__("sentences/1/src_tokens"), "sentence 1 is incomplete or damaged"),
     (lambda f: f.__delitem__("sentences/1"), "sentence 1 is incomplete or damaged"),

@@ -184,9 +184,10 @@ def test_a_table_file_gives_each_source_words_best_translations(tmp_path):
     assert shortlist.always.tolist() == [0, 1, 2, 3, 4]  # the specials and "the"
     assert shortlist.table[4].tolist() == [5, 6] and shortlist.table[5].tolist() == [9, EOS]
     assert shortlist.table[6].tolist() == [EOS, EOS]  # grün: no entry; blau: not a source word of the model
-    (tmp_path / "other").write_text("x y 1\n")
-    with pytest.raises(NmtkitError, match="no entry pairs a source word of the model with a target word"):
-        Shortlist.from_translations(load_translations(tmp_path / "other", 2), src, tgt)
+    for table in ("x y 1\n", "haus maison 1\nrot rouge 1\n"):  # (no source word of the model; none of its targets)
+        (tmp_path / "other").write_text(table)
+        with pytest.raises(NmtkitError, match="no entry pairs a source word of the model with a target word"):
+            Shortlist.from_translations(load_translations(tmp_path / "other", 2), src, tgt)
 
 
 def test_a_model_without_the_text_input_is_refused():
