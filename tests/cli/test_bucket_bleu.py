@@ -2,6 +2,7 @@
 import csv
 import json
 
+import pytest
 from PIL import Image
 
 from tests.conftest import pipe, run
@@ -98,3 +99,18 @@ def test_confidence_gives_every_bleu_and_gain_an_interval_and_each_gain_its_p_va
     header = next(csv.reader((tmp_path / "c.csv").open()))
     assert "BLEU ± other" in header and "gain p other" in header and "gain ±" in r.stdout
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_the_source_is_bucketed_by_tokenize_and_bleu_computed_with_bleu_tokenize(tmp_path, monkeypatch):
+    """(--tokenize splits the source into buckets; sacrebleu's BLEU tokenizer is --bleu-tokenize's, 13a by default)"""
+    from sacrebleu.metrics import BLEU
+
+    args = files(tmp_path)
+    for tokenize, bleu_tokenize in ((["--tokenize", "char"], "13a"), (["--bleu-tokenize", "char"], "char")):
+        data = json.loads(run(args + tokenize + ["--json"]).stdout)
+        expected = BLEU(tokenize=bleu_tokenize).corpus_score(BASE, [REF]).score
+        assert data[-1]["bleu"]["base"] == pytest.approx(expected, abs=1e-4)
+    drawn = []
+    monkeypatch.setattr("nmtkit.tools.bucket_bleu.plot_buckets", lambda result, path, title, unit: drawn.append(title))
+    run(args + ["--plot", tmp_path / "b.png", "--title", "Mine"])
+    assert drawn == ["Mine"]

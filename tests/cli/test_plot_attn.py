@@ -33,6 +33,11 @@ def test_target_and_encoder_kinds_from_a_generated_file(tmp_path):
     r = run(["plot-attn", tmp_path / "g.h5", "--index", 0, "--kind", "target", "--word", 9, "-o", tmp_path / "w.png"],
             ok=False)
     assert r.exit_code == 2 and "--word: sentence 0 has output tokens 0..3" in r.stderr
+    for kind in ("target", "encoders"):  # (an image shows the source attention alone)
+        r = run(["plot-attn", tmp_path / "g.h5", "--index", 0, "--kind", kind, "--image", tmp_path / "g.h5", "-o",
+                 tmp_path / "i.png"], ok=False)
+        assert r.exit_code == 2 and r.stderr == "error: --image draws the source attention over an image; drop --kind\n"
+        assert not (tmp_path / "i.png").exists()
     (tmp_path / "junk.h5").write_text("junk")
     r = run(["plot-attn", tmp_path / "junk.h5", "--index", 0, "-o", tmp_path / "w.png"], ok=False)
     assert "not an nmtkit attention file" in r.stderr

@@ -27,6 +27,16 @@ def test_align_learns_a_table_and_replace_unk_uses_it(tmp_path):
             input="<unk> <unk>\n")
     assert r.stdout == "t7 Zebra\n"
     assert "replaced 2 <unk> in 1 lines: 1 from the dictionary, 1 copied" in r.stderr
+    (tmp_path / "src").write_text("s7 s8\n")  # (both in the table now: two from the dictionary, none copied)
+    r = run(["replace-unk", "--src", tmp_path / "src", "--attention", tmp_path / "a.h5", "--dict", tmp_path / "lex.tsv"],
+            input="<unk> <unk>\n")
+    assert r.stdout == "t7 t8\n" and "replaced 2 <unk> in 1 lines: 2 from the dictionary, 0 copied" in r.stderr
+    (tmp_path / "src").write_text("s7 Zebra\n")
+    r = run(["align", "--src", tmp_path / "train.src", "--tgt", tmp_path / "train.tgt", "--null-prob", 0.5,
+             "--iterations", 2, "-o", tmp_path / "lex2.tsv"])
+    run(["align", "--src", tmp_path / "train.src", "--tgt", tmp_path / "train.tgt", "--null-prob", 0.01,
+         "--iterations", 2, "-o", tmp_path / "lex3.tsv"])
+    assert (tmp_path / "lex2.tsv").read_text() != (tmp_path / "lex3.tsv").read_text()  # (--null-prob is used)
     r = run(["replace-unk", "--src", pipe(tmp_path / "psrc", "s7 Zebra\n"), "--attention", tmp_path / "a.h5", "--dict",
              tmp_path / "lex.tsv", "-i", pipe(tmp_path / "phyp", "<unk> <unk>\n")])  # (pipes: read once)
     assert r.stdout == "t7 Zebra\n"
@@ -55,6 +65,10 @@ def test_errors(tmp_path):
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l", "--iterations", 3],
             ok=False)
     assert r.exit_code == 2 and r.stderr == "error: --iterations: goes with EM training (no --links)\n"
+    for option, value in (("--null-prob", 0.1), ("--diagonal-tension", 2)):
+        r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l", option, value],
+                ok=False)
+        assert r.exit_code == 2 and r.stderr == f"error: {option}: goes with EM training (no --links)\n"
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "t"], input="x\n", ok=False)
     assert "not an nmtkit attention file" in r.stderr
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "missing.h5"], ok=False)
@@ -65,6 +79,9 @@ def test_errors(tmp_path):
     r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "a.h5", "-o", tmp_path / "o"],
             input="x\ny\n", ok=False)
     assert "<stdin> has more lines than the 1 sentences" in r.stderr and not (tmp_path / "o").exists()
+    (tmp_path / "hyp").write_text("x\ny\n")
+    r = run(["replace-unk", "--src", tmp_path / "s", "--attention", tmp_path / "a.h5", "-i", tmp_path / "hyp"], ok=False)
+    assert f"{tmp_path / 'hyp'} has more lines than the 1 sentences" in r.stderr
 
 
 def test_links_give_a_table(tmp_path):
@@ -74,6 +91,8 @@ def test_links_give_a_table(tmp_path):
     (tmp_path / "l").write_text("0-0 1-1\n0-0\n0-0\n0-0\n")
     r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l"])
     assert r.stdout == "a\tz\t0.75\na\tx\t0.25\nb\ty\t1\n"
+    r = run(["align", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--links", tmp_path / "l", "--min-prob", 0.25])
+    assert r.stdout == "a\tz\t0.75\na\tx\t0.25\nb\ty\t1\n"  # (an entry at --min-prob is kept)
 
 
 def test_align_reads_pipes(tmp_path):

@@ -78,11 +78,18 @@ def test_perplexity_reads_no_hypotheses(trained_ckpt, text_dir):
     r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
              "--lowercase"], ok=False)
     assert r.exit_code == 2 and r.stderr.startswith("error: --lowercase: goes with a metric of hypotheses")
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", text_dir / "test.en", "-r", text_dir / "test.de",
+             "-r", text_dir / "test.de"], ok=False)  # (a second reference would be ignored)
+    assert r.exit_code == 2 and r.stderr == "error: --metric ppl needs -m CKPT, --src FILE and one -r FILE\n"
 
 
 def test_mismatched_lines_and_missing_reference(files):
     r = run(["score", "-r", files / "ref1"], input="only one line\n", ok=False)
     assert "<stdin> has 1 lines but reference" in r.stderr
+    r = run(["score", "-r", files / "ref1"], input=b"ok\n\xff\n", ok=False)
+    assert r.exit_code == 1 and r.stderr.startswith("error: <stdin>:2: invalid UTF-8")
+    r = run(["score", "-r", files / "ref1", "--no-brevity-penalty", "--confidence"], input="a\nb\n", ok=False)
+    assert r.exit_code == 2 and r.stderr.startswith("error: --confidence: sacrebleu's bootstrap is for ")
     r = run(["score"], input="x\n", ok=False)
     assert r.exit_code == 2 and "-r/--ref" in r.stderr
     r = run(["score", "-r", files / "missing"], input="x\n", ok=False)
