@@ -19,6 +19,7 @@ def test_edit_operations_turn_references_into_targets_and_outputs_into_text():
     target = form.target(pe, {"mt": mt, "src": "this is very good"})
     assert target == f"{KEEP} {KEEP} sehr {KEEP}" and form.text(target, {"mt": mt}) == pe
     assert form.texts([f"{KEEP} b", f"{DELETE} x"], {"mt": ["a", "c d", "unused"]}) == ["a b", "x d"]
+    assert form.texts([f"{KEEP} b"], {"mt": ["a"]}) == ["a b"]  # (as many input lines as outputs)
     assert form.describe() == "edit operations on its input mt"
     with pytest.raises(ValueError, match="2 outputs for 1 lines of the input mt"):
         form.texts([KEEP, KEEP], {"mt": ["a"]})

@@ -31,7 +31,7 @@ def test_cells_equal_pytorch_cells_on_the_concatenated_input(cls, reference):
     attend, seen = _attend_fixed(ctx)
     state = cell.start(s0)
     new, contexts, _ = cell.step(cell.inputs["embedding"](emb), state, attend)
-    expected = ref(torch.cat([emb, ctx], 1), s0 if cls is GRUCell else (s0, state["cell"]))
+    expected = ref(torch.cat([emb, ctx], 1), s0 if cls is GRUCell else (s0, torch.zeros_like(s0)))  # (c_0 = 0)
     expected = expected if cls is GRUCell else expected[0]
     assert torch.allclose(new["hidden"], expected, atol=1e-6) and set(new) == set(cls.state_names)
     # the attention reads s_{j-1}, with the query W s_{j-1} computed in the recurrent product (Eq. 4)
@@ -63,3 +63,10 @@ def test_conditional_gru_attends_from_its_first_transition():
 
 def test_every_cell_is_registered():
     assert set(CELLS) == {"gru", "lstm", "cgru"}
+
+
+@pytest.mark.parametrize("cls", [GRUCell, LSTMCell, ConditionalGRU])
+def test_the_first_input_s_map_carries_the_bias_and_the_others_none(cls):
+    """(their biases would add up to one: more parameters, the same functions)"""
+    cell = cls(5, {"embedding": 3, "extra": 2}, {"source": 4})
+    assert cell.inputs["embedding"].bias is not None and cell.inputs["extra"].bias is None

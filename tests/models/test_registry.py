@@ -1,10 +1,12 @@
 """The registry: each architecture with its own options, builders given the corpus streams and vocabularies."""
+import sys
+
 import pytest
 
 from nmtkit.config import POSITIVE, Option
 from nmtkit.data.streams import FEATURES, TOKENS, CorpusMeta, StreamInfo
 from nmtkit.errors import NmtkitError
-from nmtkit.models import build_model, get_spec, model_names, register_model
+from nmtkit.models import build_model, get_spec, model_names, register_model, registry
 from nmtkit.models.registry import MODELS, owners
 
 
@@ -56,3 +58,20 @@ def test_registering_a_name_or_an_option_twice_fails():
     with pytest.raises(ValueError):
         register_model("twice", [Option("a", 1, "", allows=POSITIVE), Option("a", 2, "", allows=POSITIVE)])(lambda c, m, v: None)
     assert "twice" not in model_names()
+
+
+def test_every_plugin_named_is_imported_and_the_names_are_sorted(tmp_path, monkeypatch):
+    for module, arch in (("plugin_one", "zz-one"), ("plugin_two", "aa-two")):
+        (tmp_path / f"{module}.py").write_text("from nmtkit.models import register_model\n\n\n"
+                                               f"@register_model({arch!r})\ndef build(config, meta, vocabs):\n"
+                                               "    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("NMTKIT_PLUGINS", " plugin_one, plugin_two ,")
+    try:
+        names = model_names()
+        assert {"zz-one", "aa-two"} <= set(names) and names == sorted(names) and names[0] == "aa-two"
+    finally:
+        for module, arch in (("plugin_one", "zz-one"), ("plugin_two", "aa-two")):
+            MODELS.pop(arch, None)
+            registry._plugins_loaded.discard(module)
+            sys.modules.pop(module, None)

@@ -90,3 +90,24 @@ def test_warm_started_target_attention_first_computes_what_the_baseline_did():
     assert "decoder.cell.contexts.target.weight" in zeroed and "decoder.readout.extras.target.weight" in zeroed
     with torch.no_grad():
         torch.testing.assert_close(ours(b).logits, baseline(b).logits, atol=1e-6, rtol=1e-5)
+
+
+def test_the_paper_s_decoder_at_the_defaults():
+    """An LSTM decoder (target-target-attention.txt §4, after Xu et al.), its attention MLP of the decoder's size,
+    the doubly stochastic regulariser on (λ 1), and the features' LayerNorm starting as the identity map."""
+    from nmtkit.models.cells import LSTMCell
+
+    m, b = model(), batch()  # (emb 8, dec 16, param_init 0.3; no att_size, doubly_stochastic or feature_norm given)
+    assert isinstance(m.decoder.cell, LSTMCell) and m.decoder.cell.gate_size == 4 * 16
+    assert m.decoder.attention.key.out_features == 16
+    with torch.no_grad():
+        assert float(m(b).losses["doubly_stochastic"]) > 0
+    assert torch.equal(m.norm.weight, torch.ones(D)) and torch.equal(m.norm.bias, torch.zeros(D))
+
+
+def test_normalised_features_make_the_model_blind_to_their_scale():
+    b = batch()
+    scaled = Batch({"image": Stream(b["image"].data * 10, b["image"].lengths)}, b.tgt_in, b.tgt_out)
+    with torch.no_grad():
+        torch.testing.assert_close(model()(scaled).logits, model()(b).logits, atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(model(feature_norm=False)(scaled).logits, model(feature_norm=False)(b).logits)
