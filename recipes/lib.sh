@@ -45,7 +45,8 @@
 #   fetch SRC [NAME]              prints the local path of SRC: a local path as it is (it must exist), a URL
 #                                 downloaded once into WORKDIR/downloads with DOWNLOADER and checked (see check),
 #                                 as NAME if given (for URLs whose file names are the same), else the URL's name; the
-#                                 tools that check and unpack it (python, tar, gzip) found first (checking_tools)
+#                                 tools that check and unpack it (python, tar, gzip; for a .deb, nmtkit importable by
+#                                 python) found first (checking_tools)
 #   check FILE URL                a download is not empty and, by the URL's name, a readable .zip, .tar.gz/.tgz or
 #                                 .gz, a whole Debian package (.deb), and a .pth named NAME-HASH.pth (as torchvision and
 #                                 torch.hub name weights) has a SHA-256 starting with HASH; else it is removed and
@@ -239,6 +240,8 @@ checking_tools() {  # checking_tools NAME: stop, before a download, if a tool th
   for tool in "${tools[@]}"; do
     command -v "$tool" > /dev/null || fail "$tool: command not found (it checks and unpacks $1); install it"
   done
+  [[ $1 != *.deb ]] || python -c "import nmtkit.data.helppages" 2> /dev/null \
+    || fail "python: cannot import nmtkit (it checks $1); install nmtkit for $(command -v python)"
 }
 
 check() {  # check FILE URL: a download is not empty, unpacks, matches its checksum; else removed, and we stop
@@ -253,19 +256,8 @@ check() {  # check FILE URL: a download is not empty, unpacks, matches its check
     *.tar.gz|*.tgz) tar -tzf "$1" > /dev/null 2>&1 || why="not a readable .tar.gz archive" ;;
     *.gz) gzip -t "$1" > /dev/null 2>&1 || why="not a readable gzip file (gzip -t)" ;;
     *.deb)  # (an ar archive whose members, debian-binary first, fill the file: one cut short fails)
-      python -c 'import sys
-with open(sys.argv[1], "rb") as f:
-    data = f.read()
-at, names = 8, []
-while at < len(data):
-    header = data[at:at + 60]
-    size = int(header[48:58]) if len(header) == 60 and header[58:60] == b"`\n" else -1
-    if size < 0 or at + 60 + size > len(data):
-        sys.exit(1)
-    names.append(header[:16].strip().rstrip(b"/"))
-    at += 60 + size + size % 2
-sys.exit(not (data[:8] == b"!<arch>\n" and names[:1] == [b"debian-binary"]
-              and any(n.startswith(b"data.tar") for n in names)))' "$1" > /dev/null 2>&1 \
+      python -c 'import sys; from nmtkit.data.helppages import check_package; check_package(sys.argv[1])' "$1" \
+        > /dev/null 2>&1 \
         || why="not a whole Debian package (.deb)" ;;
     *.pth)
       if [[ $name =~ -([0-9a-f]{8,})\.pth$ ]]; then  # torchvision names its weights by their SHA-256's start

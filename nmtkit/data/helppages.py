@@ -106,30 +106,47 @@ def segments(html: str) -> dict[str, list[str]]:
     return parser.segments
 
 
-def _ar_member(path: Path, prefix: bytes) -> tuple[str, bytes]:
-    """The name and content of the first member of the ``ar`` archive ``path`` whose name starts with ``prefix``."""
+def ar_members(path: Path) -> Iterator[tuple[str, bytes]]:
+    """The members of the ``ar`` archive ``path`` (a Debian package), in order, as (name, content); a one-line error
+    where it is no such archive or a member is cut short."""
     data = path.read_bytes()
     if not data.startswith(b"!<arch>\n"):
         raise NmtkitError(f"{path}: not a Debian package (no ar archive header)")
     at = 8
-    while at + 60 <= len(data):
-        name, size = data[at:at + 16].rstrip(b" ").rstrip(b"/"), data[at + 48:at + 58].strip()
-        if not size.isdigit():
-            break
+    while at < len(data):
+        header = data[at:at + 60]
+        size = header[48:58].strip()
+        if len(header) < 60 or header[58:60] != b"`\n" or not size.isdigit():
+            raise NmtkitError(f"{path}: truncated or damaged (no whole ar member header at byte {at})")
+        name = header[:16].rstrip(b" ").rstrip(b"/").decode(errors="replace")
         start, end = at + 60, at + 60 + int(size)
-        if name.startswith(prefix):
-            if end > len(data):
-                raise NmtkitError(f"{path}: truncated ({name.decode(errors='replace')} is cut short)")
-            return name.decode(errors="replace"), data[start:end]
-        at = end + (end % 2)
-    raise NmtkitError(f"{path}: not a Debian package (no {prefix.decode()}* member)")
+        if end > len(data):
+            raise NmtkitError(f"{path}: truncated ({name} is cut short)")
+        yield name, data[start:end]
+        at = end + (end % 2)  # (members start at even offsets)
+
+
+def _ar_member(path: Path, prefix: str) -> tuple[str, bytes]:
+    """The name and content of the first member of the ``ar`` archive ``path`` whose name starts with ``prefix``."""
+    found = next((member for member in ar_members(path) if member[0].startswith(prefix)), None)
+    if found is None:
+        raise NmtkitError(f"{path}: not a Debian package (no {prefix}* member)")
+    return found
+
+
+def check_package(path: PathLike) -> None:
+    """That ``path`` is a whole Debian package (its members, ``debian-binary`` first, fill the file, one of them
+    ``data.tar*``), else a one-line error: a download cut short is found before it is kept."""
+    names = [name for name, _ in ar_members(Path(path))]
+    if names[:1] != ["debian-binary"] or not any(name.startswith("data.tar") for name in names):
+        raise NmtkitError(f"{path}: not a Debian package (members {', '.join(names) or 'none'})")
 
 
 def read_package(path: PathLike) -> tuple[str, Pages]:
     """The language (as the package's help folder names it: en-US, de, zh-CN) and the segments of every page of a
     libreoffice-help-LANG ``.deb``."""
     path = check_readable(path)
-    member, data = _ar_member(path, b"data.tar")
+    member, data = _ar_member(path, "data.tar")
     compression = member[len("data.tar."):]
     if compression not in ("", "xz", "gz", "bz2"):
         raise NmtkitError(f"{path}: {member}: a compression Python's tarfile cannot read (xz, gz, bz2 or none)")

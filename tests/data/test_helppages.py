@@ -7,7 +7,16 @@ import sys
 import pytest
 
 from nmtkit.data.folders import MARKER
-from nmtkit.data.helppages import build_corpus, main, pairs, read_package, segments, split_of, split_pairs
+from nmtkit.data.helppages import (
+    build_corpus,
+    check_package,
+    main,
+    pairs,
+    read_package,
+    segments,
+    split_of,
+    split_pairs,
+)
 from nmtkit.errors import NmtkitError
 from tests.data.helpdebs import page, toy_help, write_deb
 
@@ -149,7 +158,7 @@ def test_what_is_not_a_pair_of_help_packages_is_one_line_naming_the_file(tmp_pat
     elif fault == "truncated":
         bad.write_bytes(raw[:len(raw) // 2])
     elif fault == "no data":
-        bad.write_bytes(raw.replace(b"data.tar.xz", b"other.tar.xz"))
+        bad.write_bytes(raw.replace(b"data.tar.xz ", b"other.tar.xz"))  # (the header keeps its width)
     elif fault == "zstd":
         bad.write_bytes(raw.replace(b"data.tar.xz ", b"data.tar.zst"))
     elif fault == "damaged data":
@@ -167,3 +176,16 @@ def test_what_is_not_a_pair_of_help_packages_is_one_line_naming_the_file(tmp_pat
         build_corpus(en, bad, tmp_path / "lo")
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "lo").exists()
+
+
+def test_a_package_cut_short_or_without_its_members_is_not_a_whole_package(tmp_path):
+    """(what the recipes check of a .deb they download before they keep it)"""
+    en, _ = toy_help(tmp_path, pages=2, paragraphs=1)
+    check_package(en)
+    raw = en.read_bytes()
+    (tmp_path / "cut.deb").write_bytes(raw[:len(raw) - 10])
+    (tmp_path / "other.deb").write_bytes(raw.replace(b"debian-binary   ", b"other-binary    ", 1))
+    for name, says in (("cut.deb", "truncated (data.tar.xz is cut short)"),
+                       ("other.deb", "not a Debian package (members other-binary, control.tar.xz, data.tar.xz)")):
+        with pytest.raises(NmtkitError, match=re.escape(f"{tmp_path / name}: {says}")):
+            check_package(tmp_path / name)
