@@ -42,12 +42,21 @@ class DiskFull(NmtkitError):
         super().__init__(f"no space left on device while writing {name}")
 
 
+def is_too_large(e: BaseException) -> bool:
+    """Whether an exception reports a file grown past the largest size allowed (``ulimit -f``, the file system's)."""
+    return (isinstance(e, OSError) and e.errno == errno.EFBIG) or "File too large" in str(e)
+
+
 @contextmanager
 def writing(name: object) -> Iterator[None]:
-    """Within the block, a full disk becomes one line: "no space left on device while writing NAME"."""
+    """Within the block, a full disk becomes one line: "no space left on device while writing NAME", and a file
+    grown past the size allowed another."""
     try:
         yield
     except (OSError, RuntimeError) as e:
         if is_disk_full(e):
             raise DiskFull(name) from None
+        if is_too_large(e):
+            raise NmtkitError(f"file too large while writing {name}: past the size the file system or the process' "
+                              "limit allows (ulimit -f)") from None
         raise

@@ -71,7 +71,7 @@ DECODING_OPTIONS = [
                       "(e.g. [\"Dialog\", \"OK button\"]; empty line or []: none): lexically constrained beam "
                       "search with dynamic beam allocation"),
     click.option("--attention-out", type=WriteFile(stdout=False),
-                 help="write tokens and attention weights to this HDF5 file (a file: not -)"),
+                 help="write tokens and attention weights to this HDF5 file (a file: not -, a pipe or a device)"),
     DEVICE_OPTION,
     PRECISION,
     click.option("--threads", type=setting("threads"), default=0, show_default=True,

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Optional
 
 import click
 
-from nmtkit.data.text import STANDARD, check_writable
+from nmtkit.data.text import STANDARD, check_writable, is_stream
 from nmtkit.errors import NmtkitError
 
 #: (the option that names a file, the file; None for the standard input)
@@ -32,7 +32,7 @@ class ReadFile(click.Path):
 
 class WriteFile(click.Path):
     """A file the command writes (a missing value or ``-``: the standard output); ``stdout=False``: a file that
-    cannot be written as a stream (a checkpoint, an HDF5 file), for which ``-`` is refused."""
+    cannot be written as a stream (a checkpoint, an HDF5 file), for which ``-``, a pipe or a device is refused."""
 
     def __init__(self, stdout: bool = True, **kwargs):
         super().__init__(dir_okay=False, **kwargs)
@@ -59,10 +59,10 @@ class Command(click.Command):
             values = list(value) if isinstance(value, (tuple, list)) else [value]
             name = option_name(param)
             if isinstance(param.type, WriteFile):
-                if not param.type.stdout and any(v == "-" or str(v) in STANDARD for v in values):
-                    given = next(v for v in values if v == "-" or str(v) in STANDARD)
-                    raise NmtkitError(f"{name} {given}: writes a file that is not a stream of text; name a file",
-                                      exit_code=2)
+                streamed = [v for v in values if v is not None and (v == "-" or str(v) in STANDARD or is_stream(v))]
+                if not param.type.stdout and streamed:  # (a checkpoint, an HDF5 file: written, then renamed)
+                    raise NmtkitError(f"{name} {streamed[0]}: writes a file that is not a stream of text; name a "
+                                      "file (not a pipe or a device)", exit_code=2)
                 outputs += [(name, v) for v in values if v not in (None, "-") and str(v) not in STANDARD]
                 main = isinstance(param, click.Option) and "-o" in param.opts  # (-o: the standard output by default)
                 written = [name for v in values if v == "-" or STANDARD.get(str(v)) == 1 or (v is None and main)]

@@ -193,10 +193,11 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
         _train(config, resume, init_from, init_optimizer, init_lr, config_file)
 
 
-def check_new_run_folder(save_dir: Path, config_file: Optional[str]) -> None:
+def check_new_run_folder(save_dir: Path, config_file: Optional[str], profiling: bool = False) -> None:
     """Refuse, in one line, a ``--save-dir`` for a new run (no last.pt) that holds what the run would replace or
-    rotate away: another run's checkpoints (best.pt, step-N.pt), or a config.yaml that ``train`` did not write (the
-    user's, e.g. the ``--config`` file itself)."""
+    rotate away: another run's checkpoints (best.pt, step-N.pt), a config.yaml that ``train`` did not write (the
+    ``--config`` file itself, a link, or a file without every training setting), or, when ``profiling``, the
+    files ``--profile`` writes."""
     if not save_dir.is_dir():
         return
     from nmtkit.checkpoint import kept_checkpoints
@@ -206,10 +207,15 @@ def check_new_run_folder(save_dir: Path, config_file: Optional[str]) -> None:
         raise NmtkitError(f"--save-dir {save_dir}: holds {', '.join(theirs)} of a run without last.pt to resume; "
                           "remove them or choose another folder", exit_code=2)
     saved = save_dir / "config.yaml"
-    if saved.exists() and not {o.name for o in TRAIN_OPTIONS} <= set(read_yaml(saved)):
-        what = "the --config file" if config_file and os.path.samefile(saved, config_file) else "a config.yaml"
+    given = bool(config_file) and saved.exists() and os.path.samefile(saved, str(config_file))
+    if given or saved.is_symlink() or (saved.exists() and not {o.name for o in TRAIN_OPTIONS} <= set(read_yaml(saved))):
+        what = "the --config file" if given else "a link config.yaml" if saved.is_symlink() else "a config.yaml"
         raise NmtkitError(f"--save-dir {save_dir}: holds {what}, which train would replace with the run's own; keep "
                           "it in another folder or choose another --save-dir", exit_code=2)
+    profiles = [name for name in ("profile.txt", "profile.json") if profiling and os.path.lexists(save_dir / name)]
+    if profiles:
+        raise NmtkitError(f"--save-dir {save_dir}: holds {' and '.join(profiles)}, which --profile would replace; "
+                          "remove them or choose another folder", exit_code=2)
 
 
 def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer: bool, init_lr: bool,
@@ -225,7 +231,7 @@ def _train(config: dict, resume: bool, init_from: Optional[str], init_optimizer:
         raise NmtkitError(f"--save-dir {config['save_dir']} already holds a run; use --resume to continue it "
                           "or choose another folder", exit_code=2)
     if not resume:
-        check_new_run_folder(Path(config["save_dir"]), config_file)
+        check_new_run_folder(Path(config["save_dir"]), config_file, bool(config["profile"]))
     dist = init_distributed(pick_device(config["device"]), config["dist_timeout"])
     try:
         Trainer(config, dist, resume, init_from, init_optimizer, init_lr).train()

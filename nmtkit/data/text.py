@@ -186,6 +186,16 @@ def temp_file_beside(path: Path) -> str:
     return tmp
 
 
+def replacement_for(path: Path) -> tuple[str, Path]:
+    """An empty temporary file to be renamed over ``path`` once written, and the file to rename it to: a symbolic
+    link's target (the link is written through and kept), with the permissions of the file it replaces."""
+    target = Path(os.path.realpath(path))
+    tmp = temp_file_beside(target)
+    if target.exists():
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+    return tmp, target
+
+
 def remove_stale_temp_files(path: Path) -> int:
     """Remove the temporary files :func:`temp_file_beside` made for ``path`` that a killed process left; the count."""
     stale = list(path.parent.glob(f".{path.name}.*.tmp"))
@@ -221,11 +231,8 @@ def atomic_output(path: PathLike, mode: str = "w") -> Iterator[IO]:
         with writing(path), _naming(path), open(path, mode, **kwargs) as f:
             yield f
         return
-    target = Path(os.path.realpath(path))
     with writing(path), _naming(path):
-        tmp = temp_file_beside(target)
-        if target.exists():
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        tmp, target = replacement_for(path)
     try:
         with writing(path):
             with open(tmp, mode, **kwargs) as f:

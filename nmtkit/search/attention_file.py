@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import h5py
 import numpy as np
 
-from nmtkit.data.text import PathLike, temp_file_beside
+from nmtkit.data.text import PathLike, replacement_for
 from nmtkit.errors import DiskFull, NmtkitError, writing
 
 STR = h5py.string_dtype("utf-8")
@@ -46,12 +46,15 @@ RESERVE = 64 << 20
 
 
 class AttentionWriter:
-    """Write sentences one by one to a temporary file; it appears under its name only after :meth:`close`."""
+    """Write sentences one by one to a temporary file; it appears under its name only after :meth:`close` (a
+    symbolic link written through, a file replaced keeping its permissions). HDF5 needs a file it can seek in: a
+    pipe or a device is refused by the command line (``WriteFile(stdout=False)``)."""
 
     def __init__(self, path: PathLike, **attrs):
         self.path = Path(path)
         with writing(self.path):
-            self.tmp = Path(temp_file_beside(self.path))
+            tmp, self.target = replacement_for(self.path)
+            self.tmp = Path(tmp)
         try:
             self._check_room()
             self.file = h5py.File(self.tmp, "w")
@@ -94,7 +97,7 @@ class AttentionWriter:
         with writing(self.path):
             self.file.attrs["sentences"] = self.count
             self.file.close()
-            os.replace(self.tmp, self.path)
+            os.replace(self.tmp, self.target)
 
     def abort(self) -> None:
         """Give up: the temporary file is removed."""

@@ -4,6 +4,8 @@ time, kernel launches and host synchronisations; then the operations by their ow
 CPU) and ``profile.json`` (the trace, for Perfetto or chrome://tracing). For finding what keeps a GPU waiting."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -12,6 +14,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
 from nmtkit.config import Pattern
+from nmtkit.data.text import atomic_output
 from nmtkit.errors import NmtkitError
 
 #: the values ``--profile`` allows
@@ -71,9 +74,13 @@ class UpdateProfiler:
         sort = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
         lines = [per_update(events, self._seconds, self.device, self._first), "",
                  events.table(sort_by=sort, row_limit=40)]
-        self.save_dir.mkdir(parents=True, exist_ok=True)
-        (self.save_dir / "profile.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        profiler.export_chrome_trace(str(self.save_dir / "profile.json"))
+        with atomic_output(self.save_dir / "profile.txt") as f:
+            f.write("\n".join(lines) + "\n")
+        with tempfile.TemporaryDirectory() as folder, atomic_output(self.save_dir / "profile.json", "wb") as f:
+            trace = Path(folder) / "trace.json"  # (torch writes the trace to a path; it appears whole or not at all)
+            profiler.export_chrome_trace(str(trace))
+            with open(trace, "rb") as written:
+                shutil.copyfileobj(written, f)
 
 
 def per_update(events: Sequence, seconds: Sequence[float], device: torch.device, first: int) -> str:

@@ -75,8 +75,22 @@ def test_a_file_that_is_not_text_is_never_written_to_the_standard_output(trained
     for args, given in ((["average", trained_ckpt, trained_ckpt, "-o"], "-"),
                         (["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "--attention-out"], "/dev/stdout")):
         option = "--output" if args[0] == "average" else "--attention-out"
-        _refused([*args, given], [], f"{option} {given}: writes a file that is not a stream of text; name a file")
+        _refused([*args, given], [], f"{option} {given}: writes a file that is not a stream of text; name a "
+                 "file (not a pipe or a device)")
     assert not (tmp_path / "-").exists()
+
+
+def test_a_file_that_is_not_text_is_never_written_into_a_pipe(trained_ckpt, text_dir, tmp_path):
+    """(`average -o FIFO` hung reading the pipe to see whether it held an average; `--attention-out FIFO` replaced
+    the pipe by a file, and a device, /dev/null or /dev/full run as root, alike)"""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args in (["average", trained_ckpt, trained_ckpt, "-o", fifo],
+                 ["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "--attention-out", fifo]):
+        option = "--output" if args[0] == "average" else "--attention-out"
+        _refused(args, [], f"{option} {fifo}: writes a file that is not a stream of text; name a file (not a pipe or "
+                           "a device)")
+    assert fifo.is_fifo()
 
 
 def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(trained_ckpt, text_dir, tmp_path):

@@ -205,6 +205,26 @@ def test_a_new_run_leaves_another_runs_checkpoints_and_the_users_config_alone(co
     assert (folder / "config.yaml").read_text() == mine and not (folder / "last.pt").exists()
 
 
+def test_a_complete_config_of_the_users_in_the_new_runs_folder_is_left_alone(corpus_dir, trained_ckpt, tmp_path):
+    """(an earlier run's config.yaml copied and edited, given as -c; or a link to settings kept elsewhere: each was
+    rewritten with the run's settings, comments lost, the linked file outside the folder too)"""
+    earlier = "# from an earlier run\n" + (trained_ckpt.parent / "config.yaml").read_text()
+    folder, shared = tmp_path / "run", tmp_path / "settings.yaml"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(earlier)
+    r = run(["train", "-c", folder / "config.yaml", "--data", corpus_dir, "--save-dir", folder, "--max-steps", 1],
+            ok=False)
+    assert r.exit_code == 2 and r.stderr.strip() == (f"error: --save-dir {folder}: holds the --config file, which "
+                                                     "train would replace with the run's own; keep it in another "
+                                                     "folder or choose another --save-dir")
+    (folder / "config.yaml").unlink()
+    shared.write_text(earlier)
+    (folder / "config.yaml").symlink_to(shared)
+    r = run(["train", "--data", corpus_dir, "--save-dir", folder, *TINY_MODEL, "--max-steps", 1], ok=False)
+    assert r.exit_code == 2 and "holds a link config.yaml, which train would replace" in r.stderr
+    assert shared.read_text() == earlier and not (folder / "last.pt").exists()
+
+
 def test_a_run_stopped_before_its_first_checkpoint_can_be_started_again(corpus_dir, tmp_path):
     args = ["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", *TINY_MODEL, "--valid-every", 1,
             "--valid-max-sentences", 2]

@@ -22,6 +22,19 @@ def test_sentences_read_back_as_written(tmp_path):
         assert f[1]["attention"]["source"].shape == (3, 2)
 
 
+def test_a_link_is_written_through_and_a_file_replaced_keeps_its_permissions(tmp_path):
+    """(the link was replaced by a file, and the file it named left as it was)"""
+    real = tmp_path / "real.h5"
+    write(real, np.full((3, 2), 0.5))
+    real.chmod(0o640)
+    (tmp_path / "link.h5").symlink_to(real)
+    write(tmp_path / "link.h5", np.full((3, 2), 0.25))
+    assert (tmp_path / "link.h5").is_symlink() and (real.stat().st_mode & 0o777) == 0o640
+    with AttentionFile(real) as f:
+        assert f[1]["attention"]["source"][0, 0] == 0.25
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.h5", "real.h5"]
+
+
 def test_a_sentence_is_found_by_its_index_whatever_the_order_it_was_added_in(tmp_path):
     w = AttentionWriter(tmp_path / "a.h5", arch="rnnsearch")
     w.add(1, ["c", "</s>"], ["y", "</s>"], {"source": np.full((2, 2), 0.5)})

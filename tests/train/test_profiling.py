@@ -31,6 +31,32 @@ def test_a_profile_past_the_last_update_is_written_when_training_stops(corpus_di
     assert (tmp_path / "run" / "profile.txt").read_text().startswith("updates 5-6 profiled on cpu: ")
 
 
+def test_a_new_run_does_not_profile_over_the_users_profile(corpus_dir, tmp_path):
+    """(the user's profile.txt was overwritten in place, a link profile.json replaced by a file)"""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "profile.txt").write_text("mine\n")
+    r = _train(corpus_dir, tmp_path / "run", "--profile", "2:4", ok=False)
+    assert r.exit_code == 2 and r.stderr.strip() == (f"error: --save-dir {tmp_path / 'run'}: holds profile.txt, "
+                                                     "which --profile would replace; remove them or choose another "
+                                                     "folder")
+    assert (tmp_path / "run" / "profile.txt").read_text() == "mine\n" and not (tmp_path / "run" / "last.pt").exists()
+    _train(corpus_dir, tmp_path / "run")  # (not profiling: the file is not in its way)
+    assert (tmp_path / "run" / "profile.txt").read_text() == "mine\n"
+
+
+def test_a_trace_that_fails_halfway_is_not_left_under_its_name(corpus_dir, tmp_path, monkeypatch):
+    def half(self, path):
+        with open(path, "w") as f:
+            f.write('{"traceEvents": [')
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", half)
+    r = _train(corpus_dir, tmp_path / "run", "--profile", "2:4", ok=False)
+    assert r.stderr.strip().endswith("error: no space left on device while writing "
+                                     f"{tmp_path / 'run' / 'profile.json'}")
+    assert not (tmp_path / "run" / "profile.json").exists()
+
+
 def test_no_profile_unless_asked(corpus_dir, tmp_path):
     _train(corpus_dir, tmp_path / "run")
     assert not (tmp_path / "run" / "profile.txt").exists()
