@@ -1,6 +1,8 @@
 """The ``nmtkit`` command: one thin module per subcommand."""
 from __future__ import annotations
 
+import errno
+import fcntl
 import importlib
 import os
 import signal
@@ -42,10 +44,50 @@ def _let_go_of_stdout() -> None:
             pass
 
 
+class ClosedStream:
+    """``sys.stdin`` or ``sys.stdout`` of a process started with it closed (``<&-``, ``>&-``): reading or writing it
+    is one line saying so (exit 1); it is no terminal, and flushing it does nothing."""
+
+    def __init__(self, name: str, started: str):
+        self.what, self.started = name, started
+
+    def isatty(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, f"{self.what} is closed")
+
+    def __getattr__(self, name: str):
+        raise NmtkitError(f"{self.what} is closed (the command was started with {self.started}): give it a file")
+
+
+def _stand_in_for_closed_streams() -> None:
+    """Give /dev/null to each standard descriptor the process was started without (so that no file a command opens
+    takes its number, and what a library writes to descriptor 2 never lands in an output); the standard error then
+    writes nowhere (the outputs are written all the same), and reading the standard input or writing the standard
+    output is one line (:class:`ClosedStream`)."""
+    for fd, name, what, started in ((0, "stdin", "the standard input", "<&-"),
+                                    (1, "stdout", "the standard output", ">&-"), (2, "stderr", "", "2>&-")):
+        try:  # (an output's descriptor read-only: a file the loader opened where the closed one was, not ours)
+            usable = fd == 0 or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+        except OSError:  # (closed)
+            os.open(os.devnull, os.O_RDWR)  # (the lowest free descriptor: this one, as those below it are open)
+            usable = False
+        if not usable or getattr(sys, name) is None:  # (None: Python found the descriptor closed as it started)
+            setattr(sys, name, open(os.devnull, "w") if fd == 2 else ClosedStream(what, started))
+
+
 class Group(click.Group):
     """A click group that turns NmtkitError into ``error: ...`` on stderr and its exit code, a full disk or another
     error of the file system into one such line, and SIGINT and SIGTERM into exceptions, so that every command
     removes its temporary files before it exits."""
+
+    def main(self, *args, **kwargs):
+        _stand_in_for_closed_streams()  # (first, before any file is opened)
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context):
         main_thread = threading.current_thread() is threading.main_thread()

@@ -31,8 +31,8 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
     nmtkit align --src train.en --tgt train.de --links train.links -o lex.tsv
     """
     from nmtkit.data.text import open_output, parallel_lines
-    from nmtkit.progress import log, progress
-    from nmtkit.tools.aligner import count_links, index_corpus, table_entries, train_ibm2
+    from nmtkit.progress import log, progress, warn
+    from nmtkit.tools.aligner import CHUNK_LINKS, count_links, index_corpus, table_entries, train_ibm2
     from nmtkit.tools.lexicon import write_table
 
     em = "EM training (no --links)"
@@ -46,6 +46,10 @@ def command(src_path, tgt_path, output_path, links_path, iterations, diagonal_te
         corpus = index_corpus((s.split(), t.split()) for s, t in parallel_lines(src_path, tgt_path))
         log(f"{corpus.pairs:,} sentence pairs, {len(corpus.src_words):,} source and {len(corpus.tgt_words):,} target "
             "words")
+        if corpus.too_long:
+            lines = ", ".join(map(str, corpus.too_long[:5])) + (", ..." if len(corpus.too_long) > 5 else "")
+            warn(f"{src_path} + {tgt_path}: {len(corpus.too_long):,} sentence pair(s) too long to align (over "
+                 f"{CHUNK_LINKS:,} possible links, two sides of some 1,400 words; line {lines}) left out of EM")
         with progress() as bar:
             task = bar.add_task("EM", total=iterations * len(corpus.chunks), info="")
             table, t = train_ibm2(corpus, iterations, diagonal_tension, null_prob, on_step=lambda: bar.advance(task))

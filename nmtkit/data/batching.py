@@ -197,11 +197,13 @@ def bucket_batches(lengths: np.ndarray, batch_size: int, by_tokens: bool, rng: r
 
 
 def examples_batch(examples: Sequence[tuple[Shard, int]], target: bool = True, multiple: int = 1,
-                   caps: Optional[Mapping[str, int]] = None) -> Batch:
-    """Examples ``(shard, index)`` as a batch: every input stream, and the target if asked and present (widths as
-    :func:`make_batch` pads them)."""
-    streams = examples[0][0].streams
-    inputs = {name: [sh.get(name, i) for sh, i in examples] for name in streams if name != TARGET}
+                   caps: Optional[Mapping[str, int]] = None, cut: Optional[int] = None) -> Batch:
+    """Examples ``(shard, index)`` as a batch: every input stream (a text input's first ``cut`` tokens, if given),
+    and the target if asked and present (widths as :func:`make_batch` pads them)."""
+    shard = examples[0][0]
+    streams = shard.streams
+    inputs = {name: [sh.get(name, i)[:cut] if cut is not None and shard.kind(name) == TOKENS else sh.get(name, i)
+                     for sh, i in examples] for name in streams if name != TARGET}
     tgt = [sh.get(TARGET, i) for sh, i in examples] if target and TARGET in streams else None
     return make_batch(inputs, tgt, multiple, caps)
 

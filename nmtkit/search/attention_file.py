@@ -162,8 +162,12 @@ class AttentionFile:
         self.close()
 
 
+#: what a NUL character of a token is written as (HDF5's strings end at a NUL): U+2400, the symbol for null
+NUL = "\u2400"
+
+
 def _strings(group: h5py.Group, name: str, texts: Sequence[str]) -> None:
-    group.create_dataset(name, data=np.array(list(texts), dtype=object), dtype=STR)
+    group.create_dataset(name, data=np.array([t.replace("\0", NUL) for t in texts], dtype=object), dtype=STR)
 
 
 def _texts(values: Iterable) -> list[str]:

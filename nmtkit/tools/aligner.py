@@ -32,6 +32,7 @@ class Corpus:
     src_words: list[str]
     tgt_words: list[str]
     chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # src ids, src lens, tgt ids, tgt lens
+    too_long: list[int]  #: the line numbers (from 1) of pairs left out for having more links than a chunk
 
     @property
     def pairs(self) -> int:
@@ -43,8 +44,14 @@ class Corpus:
         return len(self.src_words)
 
 
-def index_corpus(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], chunk_links: int = 2_000_000) -> Corpus:
-    """Turn tokenised sentence pairs into id arrays; pairs with an empty side are skipped."""
+#: possible links (target words × (source words + 1)) of the sentence pairs whose E-step runs at once
+CHUNK_LINKS = 2_000_000
+
+
+def index_corpus(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], chunk_links: int = CHUNK_LINKS) -> Corpus:
+    """Turn tokenised sentence pairs into id arrays; pairs with an empty side are skipped, and so are pairs of more
+    than ``chunk_links`` possible links (m · (n + 1): two sides of 1,400 words), whose links alone would take
+    memory past the chunk's bound (a pair of 12,000 words took 12 GB), listed in ``too_long``."""
     src_index: dict[str, int] = {}
     tgt_index: dict[str, int] = {}
     chunks = []
@@ -53,6 +60,7 @@ def index_corpus(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], chunk_lin
     src_lens: list[int] = []
     tgt_lens: list[int] = []
     links = 0
+    too_long: list[int] = []
 
     def flush():
         if src_lens:
@@ -61,8 +69,11 @@ def index_corpus(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], chunk_lin
         for part in (src_ids, tgt_ids, src_lens, tgt_lens):
             part.clear()
 
-    for src, tgt in pairs:
+    for line, (src, tgt) in enumerate(pairs, 1):
         if not src or not tgt:
+            continue
+        if len(tgt) * (len(src) + 1) > chunk_links:
+            too_long.append(line)
             continue
         src_ids.extend(src_index.setdefault(w, len(src_index)) for w in src)
         tgt_ids.extend(tgt_index.setdefault(w, len(tgt_index)) for w in tgt)
@@ -73,7 +84,7 @@ def index_corpus(pairs: Iterable[tuple[Sequence[str], Sequence[str]]], chunk_lin
             flush()
             links = 0
     flush()
-    return Corpus(list(src_index), list(tgt_index), chunks)
+    return Corpus(list(src_index), list(tgt_index), chunks, too_long)
 
 
 @dataclass
@@ -184,7 +195,7 @@ def table_entries(corpus: Corpus, table: PairTable, t: np.ndarray, min_prob: flo
 
 def viterbi_links(corpus: Corpus, table: PairTable, t: np.ndarray, tension: float = 4.0,
                   null_prob: float = 0.08) -> list[list[tuple[int, int]]]:
-    """The most probable alignment of each sentence pair of ``corpus`` (those with words on both sides, in order)
+    """The most probable alignment of each sentence pair of ``corpus`` (those it holds, in order)
     under the trained model: each target word's source position (or NULL, left out) by t(f | e) · p(a | i, m, n),
     as ``(source position, target position)`` links from 0, as fast_align writes them."""
     found: list[list[tuple[int, int]]] = []

@@ -79,6 +79,15 @@ def broadcast(obj, info: DistInfo):
     return box[0]
 
 
+def gathered(obj, info: DistInfo) -> list:
+    """Every rank's value of a small picklable object, in rank order, on every rank (``[obj]`` for one process)."""
+    if not info.enabled:
+        return [obj]
+    values: list = [None] * info.world_size
+    dist.all_gather_object(values, obj)
+    return values
+
+
 def leave(info: DistInfo) -> None:
     """Leave the process group at once, after a failure of this process: not at :func:`shutdown`'s barrier, which
     the others, waiting in an update's exchange this one never reaches, would not meet (the run hung until

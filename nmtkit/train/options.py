@@ -21,7 +21,8 @@ TRAIN_OPTIONS = [
     Option("data", "", "corpus folder written by 'nmtkit preprocess'", metavar="DIR"),
     Option("arch", "rnnsearch", "architecture: one of the registered models (docs/models.md)", metavar="NAME"),
     Option("save_dir", "checkpoints", "folder for best.pt, last.pt, config.yaml and train.jsonl", metavar="DIR"),
-    Option("batch_size", 64, "sentences per batch, or target+source tokens per batch with --batch-type tokens",
+    Option("batch_size", 64, "sentences per batch, or with --batch-type tokens its padded tokens: sentences "
+           "× (their longest source or target + 1)",
            allows=POSITIVE),
     Option("batch_type", "sents", "count batches in sentences or tokens", choices=("sents", "tokens")),
     Option("accum_steps", 1, "batches per update: their gradients are summed into one update, the same as one "

@@ -38,7 +38,7 @@ from nmtkit.models.loss import cross_entropy, cross_entropy_and_nll
 from nmtkit.models.registry import get_spec, option_values
 from nmtkit.progress import log, progress, warn
 from nmtkit.train.diagnostics import gradient_norms
-from nmtkit.train.distributed import DistInfo, broadcast, process_device
+from nmtkit.train.distributed import DistInfo, broadcast, gathered, process_device
 from nmtkit.train.length_limits import check_length_limits, width_caps
 from nmtkit.train.optim import (
     DEFAULT_LR,
@@ -51,7 +51,7 @@ from nmtkit.train.profiling import UpdateProfiler, profiled_updates
 from nmtkit.train.run_log import RunLog
 from nmtkit.train.run_state import Progress, restore_rng, rng_state
 from nmtkit.train.schedules import make_schedule
-from nmtkit.train.validation import EarlyStopping, validate
+from nmtkit.train.validation import VALID_MAX_LEN, EarlyStopping, too_long_to_validate, validate
 from nmtkit.train.warm_start import warm_start
 
 
@@ -74,6 +74,11 @@ class Diverged(NmtkitError):
     def __init__(self, what: str):
         super().__init__(f"training diverged: {what}; stopped without saving (last.pt and best.pt are as they were); "
                          "train again with a lower --lr or with --clip-norm (--resume --lr X continues the run from last.pt)")
+
+
+#: the training options a resumed run keeps, and why: what last.pt holds was made by them
+RUN_STATE_OF = {"optimizer": "whose state (moments, step counts) last.pt holds",
+                "decay_metric": "by which its best validation so far and --patience's count were judged"}
 
 
 class Trainer:
@@ -105,6 +110,11 @@ class Trainer:
         torch.manual_seed(config["seed"])
         self.model = build_model(config, self.corpus.meta, self.corpus.vocabs).to(self.device)
         check_length_limits(self.model, self.corpus, config["max_len"])
+        too_long = too_long_to_validate(self.corpus)
+        if too_long and self.dist.is_main:
+            warn(f"--data {config['data']}: {too_long:,} validation pair(s) with a side of more than {VALID_MAX_LEN:,} "
+                 "tokens: left out of the validation perplexity, and only their first "
+                 f"{VALID_MAX_LEN:,} input tokens translated")
         if config["freeze_embeddings"]:
             for m in self.model.modules():
                 if isinstance(m, nn.Embedding):
@@ -165,6 +175,13 @@ class Trainer:
             raise NmtkitError(f"--resume: {flag} {ours[name]}: the run in {self.save_dir} built its model with {flag} "
                               f"{theirs[name]}; resume without it, here or in its config.yaml (or start a new run, "
                               f"--init-from {path})", exit_code=2)
+        for name, why in RUN_STATE_OF.items():  # (training options whose state last.pt holds)
+            run_value = ckpt["config"].get(name, self.config[name])
+            if self.config[name] != run_value:
+                flag = "--" + name.replace("_", "-")
+                raise NmtkitError(f"--resume: {flag} {self.config[name]}: the run in {self.save_dir} trained with "
+                                  f"{flag} {run_value}, {why}; resume without it, here or in its config.yaml (or start "
+                                  f"a new run, --init-from {path})", exit_code=2)
         trained = ckpt.get("vocab")
         changed = [name for name, vocab in self.corpus.vocabs.items()
                    if trained is not None and not same_state(trained.get(name), vocab.state())]
@@ -192,9 +209,10 @@ class Trainer:
         elif changed:  # (the schedule's rate at the next update, from the new base rate)
             self.schedule.on_update(self.progress.step)
         set_lr(self.optimizer, self.schedule.lr)
-        restore_rng(ckpt["rng"])
+        ranks = ckpt.get("rng_of_ranks") or [ckpt["rng"]]  # (each process's own dropout masks go on)
+        restore_rng(ranks[self.dist.rank] if len(ranks) == self.dist.world_size else ckpt["rng"])
         if self.dist.is_main:
-            self._warn_of_a_new_batch_order(ckpt["config"])
+            self._warn_of_a_new_batch_order(ckpt["config"], ckpt.get("processes"))
             self._best_of_last()
             log(f"resuming from {path}: step {self.progress.step}, epoch {self.progress.epoch}, "
                 f"lr {self.schedule.lr:.3g}" + (f" (--lr {self.config['lr']:.3g} given; the run had --lr {run_lr:.3g}"
@@ -211,16 +229,19 @@ class Trainer:
                 return
         except Exception:  # (missing, or unreadable: written anew, from the model it is to hold)
             pass
-        self._save("best.pt")
+        self._save("best.pt", [rng_state()])
         log(f"wrote {best}: the run stopped before it at its best validation (step {self.progress.step})")
 
-    def _warn_of_a_new_batch_order(self, run: dict) -> None:
+    def _warn_of_a_new_batch_order(self, run: dict, processes: Optional[int]) -> None:
         """Resumed in the middle of an epoch with options that order its batches otherwise than the run's (``run``:
-        its config): the batches it had taken are skipped of the new order, so the rest of the epoch is not what the
-        run left of it."""
+        its config; ``processes``: how many trained it, if the checkpoint says), or in another number of processes:
+        the batches it had taken are skipped of the new order, so the rest of the epoch is not what the run left of
+        it."""
         changed = [f"--{key.replace('_', '-')} {self.config[key]} (the run had {run[key]})"
                    for key in ("batch_size", "batch_type", "max_len", "seed")
                    if key in run and run[key] != self.config[key]]
+        if processes not in (None, self.dist.world_size):  # (each takes its share of the epoch's batches)
+            changed.append(f"{self.dist.world_size} process(es) (the run had {processes})")
         if changed and self.progress.batch:
             warn(f"--resume: {', '.join(changed)}: epoch {self.progress.epoch} goes on in a new batch order, its "
                  f"first {self.progress.batch:,} batches skipped, so some of its examples come twice and others not "
@@ -241,6 +262,13 @@ class Trainer:
         if self.dist.is_main:
             log(f"warm start from {path} ({ckpt['config']['arch']}): {len(self.model.state_dict()) - len(new)} "
                 f"parameter tensors loaded, {len(new)} new" + (": " + ", ".join(new) if new else ""))
+            trained = ckpt.get("vocab") or {}
+            for stream in (s for s, vocab in self.corpus.vocabs.items()
+                           if s in trained and not same_state(trained[s], vocab.state())):
+                warn(f"--init-from {path}: its vocabulary of {stream} is not this corpus': the parameters over its "
+                     "words (embeddings, output layer) that fit in shape are loaded row by row, each row now another "
+                     "word's; to keep their words, preprocess with the checkpoint's vocabulary "
+                     f"({'--tgt-vocab' if stream == 'tgt' else '--src-vocab'})")
             if zeroed:
                 log(f"  starting at zero, so that the model first computes what the checkpoint did: {', '.join(zeroed)}")
             if unused:
@@ -375,7 +403,7 @@ class Trainer:
                             if last_valid.get("stop"):
                                 stop_reason = stop_reason or f"no improvement in {c['patience']} validations"
                         elif c["save_every"] and p.step % c["save_every"] == 0:
-                            self._save("last.pt")
+                            self._save("last.pt", gathered(rng_state(), self.dist))
                         if stop_reason:
                             break
                     else:
@@ -452,6 +480,8 @@ class Trainer:
         result = None
         if self.dist.is_main:
             result = self.validate()
+        rngs = gathered(rng_state(), self.dist)  # (the others wait here while rank 0 validates)
+        if self.dist.is_main:
             self._clock()  # (the validation's time counted in the run's, as saved)
             value = result[self.config["decay_metric"]]
             improved, stop = self.stopping.update(value, self.progress.step)
@@ -462,9 +492,9 @@ class Trainer:
             scores = " | ".join(f"{LABELS[m]} {result[m]:.2f}" for m in ("ppl", *VALIDATION_METRICS))
             log(f"validation at step {result['step']}: {scores}" + (" | new best" if improved else "")
                 + f" | lr {self.schedule.lr:.3g}")
-            self._save("last.pt")  # (first: a stop before best.pt is written leaves a run to resume, which writes it)
+            self._save("last.pt", rngs)  # (first: a stop before best.pt is written leaves a run to resume, which writes it)
             if improved:
-                self._save("best.pt")
+                self._save("best.pt", rngs)
             self._keep_checkpoint()
         result = broadcast(result, self.dist)
         self.stopping.last_step = result["step"]  # (every process: each decides alike whether to validate again)
@@ -485,7 +515,9 @@ class Trainer:
         for old in kept_checkpoints(self.save_dir)[:-keep]:
             old.unlink()
 
-    def _save(self, name: str) -> None:
+    def _save(self, name: str, rngs: list[dict]) -> None:
+        """The run's state as ``name`` (rank 0 writes it), with ``rngs``, every process's random number generators in
+        rank order (:func:`~nmtkit.train.distributed.gathered`)."""
         if not self.dist.is_main:
             return
         if not bool(torch.stack([x.isfinite().all() for x in self.model.parameters()]).all()):
@@ -494,7 +526,8 @@ class Trainer:
             **self._decoding_payload(), "optimizer": self.optimizer.state_dict(),
             "param_names": self._trainable_names(),
             "schedule": self.schedule.state(), "stopping": self.stopping.state(), "progress": self.progress.state(),
-            "rng": rng_state(), **({"scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
+            "rng": rngs[0], "processes": self.dist.world_size, **({"rng_of_ranks": rngs} if len(rngs) > 1 else {}),
+            **({"scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
         })
         if name == "last.pt":
             self._write_config()

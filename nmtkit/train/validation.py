@@ -52,11 +52,27 @@ class EarlyStopping:
         self.last_step = state.get("last_step")
 
 
+#: the most tokens of a side of a validation pair that validation reads (as Marian's --valid-max-length): a longer
+#: pair is left out of the perplexity, and its inputs cut to this many tokens to be translated (whole, the memory of
+#: its attention would grow with the square of its length: a pair of 30,000 words asked for 40 GB)
+VALID_MAX_LEN = 1000
+
+
+def too_long_to_validate(corpus: Corpus) -> int:
+    """How many validation pairs have a side of more than :data:`VALID_MAX_LEN` tokens."""
+    if max(corpus.longest("valid").values(), default=0) <= VALID_MAX_LEN:
+        return 0
+    return sum(int((example_lengths(Shard(p)) - 1 > VALID_MAX_LEN).sum()) for p in corpus.shard_paths("valid"))
+
+
 def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device) -> dict:
-    """Perplexity of the validation set and BLEU/chrF/chrF++ of the translation of (up to ``valid_max_sentences`` of) it."""
+    """Perplexity of the validation set and BLEU/chrF/chrF++ of the translation of (up to ``valid_max_sentences`` of)
+    it, within :data:`VALID_MAX_LEN`."""
     shards = [Shard(p) for p in corpus.shard_paths("valid")]
     examples = [(sh, i) for sh in shards for i in range(len(sh))]
-    nll, ntok = corpus_nll(model, (examples_batch(examples[k:k + 64]) for k in range(0, len(examples), 64)), device)
+    lengths = {id(sh): example_lengths(sh) - 1 for sh in shards}
+    scored = [(sh, i) for sh, i in examples if lengths[id(sh)][i] <= VALID_MAX_LEN]
+    nll, ntok = corpus_nll(model, (examples_batch(scored[k:k + 64]) for k in range(0, len(scored), 64)), device)
     result = {"ppl": round(perplexity(nll, ntok), 4)}
     n = config["valid_max_sentences"] or len(examples)
     tgt_vocab = corpus.tgt_vocab
@@ -65,8 +81,9 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
                          max_len_a=config["max_len_a"], max_len_b=config["max_len_b"])
     held_out = examples[:n]
     by_shard = {id(sh): example_lengths(sh, inputs_only=True) for sh, _ in held_out}
-    hyps = search_sorted(model, [int(by_shard[id(sh)][i]) for sh, i in held_out],
-                         lambda idx: examples_batch([held_out[k] for k in idx], target=False), opts, device)
+    hyps = search_sorted(model, [min(int(by_shard[id(sh)][i]), VALID_MAX_LEN + 1) for sh, i in held_out],
+                         lambda idx: examples_batch([held_out[k] for k in idx], target=False, cut=VALID_MAX_LEN),
+                         opts, device)
     texts = as_text(corpus, [tgt_vocab.decode(h[0].tokens) for h in hyps])
     for metric in VALIDATION_METRICS:
         result[metric] = round(corpus_score(metric, texts, refs).score, 3)

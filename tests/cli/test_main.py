@@ -66,3 +66,30 @@ def test_demo_corpus(tmp_path):
     assert len(en) == len(de) == 50
     valid = set((tmp_path / "d" / "valid.en").read_text().splitlines())
     assert not valid & set(en)
+
+
+def _closed(command: str, cwd) -> subprocess.CompletedProcess:
+    """``command`` run by a shell, where ``<&-``, ``>&-`` and ``2>&-`` close a standard descriptor."""
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_a_closed_standard_input_or_output_is_one_line_and_a_closed_error_stream_loses_no_output(
+        trained_ckpt, text_dir, tmp_path):
+    """(`<&-` and `>&-` were tracebacks, None has no attribute 'isatty'; with `2>&-`, translate wrote its lines and
+    exited 1, and with a warning to give it wrote none of them)"""
+    nmtkit = f"{sys.executable} -m nmtkit"
+    src = text_dir / "test.en"
+    r = _closed(f"{nmtkit} translate -m {trained_ckpt} <&-", tmp_path)
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == (
+        "error: the standard input is closed (the command was started with <&-): give it a file")
+    r = _closed(f"{nmtkit} score -r {src} -i {src} >&-", tmp_path)
+    assert r.returncode == 1 and r.stderr == (
+        "error: the standard output is closed (the command was started with >&-): give it a file\n")
+    assert _closed(f"{nmtkit} translate -m {trained_ckpt} -i {src} -o out.txt >&-", tmp_path).returncode == 0  # (unused)
+    (tmp_path / "in.txt").write_bytes(src.read_bytes()[:200] + b"caf\xe9\n")
+    lines = len((tmp_path / "in.txt").read_bytes().splitlines())
+    r = _closed(f"{nmtkit} translate -m {trained_ckpt} -i {src} 2>&- > out.txt", tmp_path)
+    assert r.returncode == 0 and len((tmp_path / "out.txt").read_text().splitlines()) == len(src.read_text().splitlines())
+    for closed in ("2>&-", "2< /dev/null"):  # (a wrapper such as pyenv's shim leaves a file read-only on descriptor 2)
+        r = _closed(f"{nmtkit} translate -m {trained_ckpt} -i in.txt {closed} > out.txt", tmp_path)  # (exit 1: invalid)
+        assert r.returncode == 1 and len((tmp_path / "out.txt").read_text().splitlines()) == lines

@@ -34,6 +34,7 @@ def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir,
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w2", *TINY_MODEL, "--max-steps", 2,
              "--valid-every", 2, "--init-from", trained_ckpt, "--init-lr", "--init-optimizer"])
     assert "learning rate 0.005 from the checkpoint" in r.stderr and "0 new" in r.stderr
+    assert "vocabulary" not in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "w3", "--arch", "transformer", "--d-model", 16,
              "--ffn-size", 32, "--heads", 2, "--enc-layers", 1, "--dec-layers", 1, "--max-steps", 1, "--init-from",
              trained_ckpt], ok=False)
@@ -46,6 +47,19 @@ def test_warm_start_lists_new_parameters_and_keeps_the_configured_lr(corpus_dir,
              tmp_path / "text.pt"], ok=False)
     assert r.stderr.endswith("text.pt: not a readable nmtkit checkpoint (it is not a file PyTorch saved: text, or "
                              "another format)\n")
+
+
+def test_warm_start_on_a_corpus_of_other_vocabularies_warns(corpus_dir, text_dir, trained_ckpt, tmp_path):
+    """(a vocabulary of other words was loaded silently: every embedding row then stood for another word)"""
+    run(["preprocess", "--train", text_dir / "train", "--valid", text_dir / "valid", "--src", "en", "--tgt", "de",
+         "--vocab", "word:60", "-o", tmp_path / "other"])
+    r = run(["train", "--data", tmp_path / "other", "--save-dir", tmp_path / "w", *TINY_MODEL, "--max-steps", 1,
+             "--valid-every", 1, "--valid-max-sentences", 2, "--init-from", trained_ckpt])
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: --init-from")]
+    assert warnings == [f"warning: --init-from {trained_ckpt}: its vocabulary of src is not this corpus': the "
+                        "parameters over its words (embeddings, output layer) that fit in shape are loaded row by row, "
+                        "each row now another word's; to keep their words, preprocess with the checkpoint's "
+                        "vocabulary (--src-vocab)"]  # (the 35 German words of either corpus: the same vocabulary)
 
 
 def test_target_attention_models_warm_start_from_rnnsearch(corpus_dir, trained_ckpt, tmp_path):
@@ -351,6 +365,23 @@ def test_resume_with_another_model_option_names_it_shapes_or_not(corpus_dir, tra
     assert (tmp_path / "t" / "last.pt").read_bytes() == before
 
 
+@pytest.mark.parametrize("option, value, run_value, why", [
+    ("--optimizer", "adadelta", "adam", "whose state (moments, step counts) last.pt holds"),
+    ("--optimizer", "sgd", "adam", "whose state (moments, step counts) last.pt holds"),
+    ("--decay-metric", "ppl", "bleu", "by which its best validation so far and --patience's count were judged")])
+def test_resume_with_another_optimizer_or_decay_metric_is_refused(corpus_dir, tmp_path, option, value, run_value, why):
+    """(adadelta given Adam's state crashed at the first update, sgd took it silently; a BLEU run resumed with
+    --decay-metric ppl read its best BLEU as a perplexity, so that no validation was a new best again)"""
+    save = tmp_path / "r"
+    run(["train", "--data", corpus_dir, "--save-dir", save, *TINY_MODEL, "--max-steps", 1, "--valid-every", 1,
+         "--valid-max-sentences", 2])
+    before = (save / "last.pt").read_bytes()
+    r = run(["train", "--data", corpus_dir, "--save-dir", save, "--resume", option, value, "--max-steps", 2], ok=False)
+    assert r.exit_code == 2 and r.stderr.strip().splitlines()[-1] == (
+        f"error: --resume: {option} {value}: the run in {save} trained with {option} {run_value}, {why}; resume "
+        f"without it, here or in its config.yaml (or start a new run, --init-from {save / 'last.pt'})")
+    assert (save / "last.pt").read_bytes() == before
+
 
 def test_resume_on_another_corpus_names_the_vocabulary(corpus_dir, text_dir, tmp_path):
     save = tmp_path / "r"
@@ -404,6 +435,14 @@ def test_resume_mid_epoch_with_another_batch_order_warns(corpus_dir, tmp_path):
     assert ("warning: --resume: --batch-size 8 (the run had 16), --seed 2 (the run had 1): epoch 1 goes on in a new "
             "batch order, its first 4 batches skipped, so some of its examples come twice and others not at all; the "
             "next epochs are whole") in " ".join(r.stderr.split())
+    from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+
+    last = load_checkpoint(tmp_path / "r" / "last.pt")
+    assert last["processes"] == 1
+    save_checkpoint(tmp_path / "r" / "last.pt", {**last, "processes": 2})  # (as if two processes had trained it)
+    r = run([*args[:-1], "8", "--seed", "2", "--resume", "--max-steps", 6])
+    assert ("warning: --resume: 1 process(es) (the run had 2): epoch 1 goes on in a new batch order, its first 5 "
+            "batches skipped") in " ".join(r.stderr.split())
 
 
 def test_a_transformer_trains_resumes_and_translates(corpus_dir, tmp_path):
@@ -457,3 +496,18 @@ def test_chrf_plus_plus_is_validated_and_can_decide_the_best_checkpoint(corpus_d
     assert len(valid) == 4 and [rec["best"] for rec in valid] == [v > max(values[:k], default=-1)
                                                                    for k, v in enumerate(values)]
     assert f"best chrf++ {max(values)}" in r.stderr
+
+
+def test_validation_pairs_too_long_to_validate_whole_are_warned_of(corpus_dir, tmp_path, monkeypatch):
+    from nmtkit.data.batching import example_lengths
+    from nmtkit.data.shards import Corpus, Shard
+    from nmtkit.train import trainer, validation
+
+    for module in (trainer, validation):
+        monkeypatch.setattr(module, "VALID_MAX_LEN", 4)
+    over = sum(int((example_lengths(Shard(p)) - 1 > 4).sum()) for p in Corpus.open(corpus_dir).shard_paths("valid"))
+    assert 0 < over < 40
+    r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "r", *TINY_MODEL, "--max-steps", 1,
+             "--valid-max-sentences", 2])
+    assert (f"warning: --data {corpus_dir}: {over} validation pair(s) with a side of more than 4 tokens: left out of "
+            "the validation perplexity, and only their first 4 input tokens translated") in r.stderr

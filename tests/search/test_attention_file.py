@@ -35,6 +35,17 @@ def test_a_link_is_written_through_and_a_file_replaced_keeps_its_permissions(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.h5", "real.h5"]
 
 
+def test_a_token_holding_a_nul_character_is_written_with_its_symbol(tmp_path):
+    """(HDF5's strings cannot hold NUL: a word of the training text with one crashed translate midway)"""
+    w = AttentionWriter(tmp_path / "a.h5", arch="rnnsearch")
+    w.add(0, ["eight\0nine", "</s>"], ["acht\0neun", "</s>"], {"source": np.full((2, 2), 0.5)},
+          input_tokens={"mt": ["x\0", "</s>"]})
+    w.close()
+    with AttentionFile(tmp_path / "a.h5") as f:
+        assert f[0]["src_tokens"] == ["eight\u2400nine", "</s>"] and f[0]["tgt_tokens"] == ["acht\u2400neun", "</s>"]
+        assert f[0]["input_tokens"] == {"mt": ["x\u2400", "</s>"]}
+
+
 def test_a_sentence_is_found_by_its_index_whatever_the_order_it_was_added_in(tmp_path):
     w = AttentionWriter(tmp_path / "a.h5", arch="rnnsearch")
     w.add(1, ["c", "</s>"], ["y", "</s>"], {"source": np.full((2, 2), 0.5)})

@@ -80,6 +80,12 @@ def test_empty_sides_are_skipped_and_nothing_to_align_is_an_error():
         train_ibm2(index_corpus([([], ["x"])]))
 
 
+def test_a_pair_of_more_links_than_a_chunk_is_left_out_and_named():
+    """(its links were built whole: a pair of 12,000 words took 12 GB, and one of 20,000 was killed for memory)"""
+    corpus = index_corpus([(["a"] * 3, ["x"] * 5), ([], ["x"]), (["a"] * 4, ["x"] * 5), (["b"], ["y"])], chunk_links=20)
+    assert corpus.too_long == [3] and corpus.pairs == 2  # (5 × 4 = 20 links fit, 5 × 5 do not)
+
+
 def test_count_links():
     table = count_links([("a b".split(), "x y".split(), "0-0 1-1"), ("a".split(), "z".split(), "0-0")], "f")
     assert table == {("a", "x"): 0.5, ("b", "y"): 1.0, ("a", "z"): 0.5}

@@ -157,7 +157,7 @@ def test_parameters_that_are_not_finite_are_never_saved(reverse_corpus, tmp_path
     with torch.no_grad():
         next(trainer.model.parameters())[0].fill_(float("nan"))
     with pytest.raises(Diverged, match="^training diverged: update 0 left parameters that are not finite"):
-        trainer._save("last.pt")
+        trainer._save("last.pt", [{}])
     assert not (tmp_path / "last.pt").exists()
 
 
@@ -198,13 +198,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ddp_worker(rank, arch, corpus, save_dir, port, out):
+def _ddp_worker(rank, arch, corpus, save_dir, port, out, max_steps=20, resume=False):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     info = init_distributed(torch.device("cpu"), 60)
-    trainer = Trainer(config(arch, data=corpus, save_dir=save_dir, max_steps=20, valid_every=10, dropout=0.2,
-                             threads=1, accum_steps=2), info)
+    trainer = Trainer(config(arch, data=corpus, save_dir=save_dir, max_steps=max_steps, valid_every=10, dropout=0.2,
+                             threads=1, accum_steps=2), info, resume=resume)
     trainer.train()
     params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
     torch.save(params, f"{out}.{rank}")
@@ -225,6 +225,21 @@ def test_two_gloo_processes_stay_in_sync(reverse_corpus, tmp_path, arch):
     assert not torch.equal(p0, torch.cat([p.detach().flatten() for p in initial.parameters()]))
     log = [json.loads(l) for l in (tmp_path / "ck" / "train.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if r["type"] == "valid"] == [10, 20]
+
+
+def test_two_gloo_processes_resume_exactly_each_with_its_own_dropout_masks(reverse_corpus, tmp_path):
+    """(only rank 0's random state was saved, and both ranks were given it on resume: rank 1 drew other dropout
+    masks than the uninterrupted run's)"""
+    import torch.multiprocessing as mp
+
+    def spawn(save_dir, out, max_steps, resume=False):
+        mp.start_processes(_ddp_worker, ("rnnsearch", str(reverse_corpus), str(save_dir), _free_port(), str(out),
+                                         max_steps, resume), nprocs=2, start_method="spawn")
+
+    spawn(tmp_path / "straight", tmp_path / "a", 20)
+    spawn(tmp_path / "stopped", tmp_path / "b", 10)
+    spawn(tmp_path / "stopped", tmp_path / "b", 20, resume=True)
+    assert torch.equal(torch.load(tmp_path / "a.0"), torch.load(tmp_path / "b.0"))
 
 
 def test_a_process_group_that_cannot_form_times_out_clearly(monkeypatch):
@@ -427,7 +442,7 @@ def test_last_pt_is_saved_before_best_pt(reverse_corpus, tmp_path, monkeypatch):
     best.pt without last.pt, a folder train refuses to start in.)"""
     saved = []
     save = Trainer._save
-    monkeypatch.setattr(Trainer, "_save", lambda self, name: (saved.append(name), save(self, name))[1])
+    monkeypatch.setattr(Trainer, "_save", lambda self, name, rngs: (saved.append(name), save(self, name, rngs))[1])
     Trainer(config(data=str(reverse_corpus), save_dir=str(tmp_path), max_steps=2, valid_every=2, threads=1,
                    valid_max_sentences=2)).train()
     assert saved == ["last.pt", "best.pt"]

@@ -78,3 +78,59 @@ def test_validation_of_an_ape_model_scores_the_post_edited_text(tmp_path, monkey
     config = {"valid_max_sentences": 3, "valid_beam": 1, "valid_batch_size": 2, "max_len_a": 1.5, "max_len_b": 3}
     result = validate(model, corpus, config, torch.device("cpu"))
     assert scored[0] == (pe[:3], [pe[:3]]) and result["bleu"] == 100.0
+
+
+def test_a_pair_too_long_to_validate_is_left_out_of_the_perplexity_and_translated_from_its_first_tokens(
+        tmp_path, monkeypatch):
+    """(a validation pair of 30,000 words was scored and translated whole: 40 GB asked at the first validation)"""
+    import torch
+
+    from nmtkit.data.batching import examples_batch
+    from nmtkit.data.numbers import write_demo_corpus
+    from nmtkit.data.preprocess import VocabSpec, preprocess
+    from nmtkit.data.shards import Corpus, Shard
+    from nmtkit.data.text import read_lines
+    from nmtkit.metrics.perplexity import corpus_nll, perplexity
+    from nmtkit.metrics.text import corpus_score
+    from nmtkit.models import build_model
+    from nmtkit.search.translator import SearchOptions, translate_ids
+    from nmtkit.train import validation
+    from nmtkit.train.validation import too_long_to_validate, validate
+
+    text = write_demo_corpus(tmp_path / "t", train=100, valid=6, test=2)
+    long_en = " ".join(read_lines(text / "valid.en") * 3)
+    with open(text / "valid.en", "a") as en, open(text / "valid.de", "a") as de:
+        en.write(long_en + "\n")
+        de.write("eins\n")
+    corpus = Corpus.open(preprocess(tmp_path / "c", "en", "de", text / "train", text / "valid",
+                                    vocab=VocabSpec("word", 200)))
+    limit = max(len(line.split()) for side in ("en", "de") for line in read_lines(text / f"valid.{side}")[:6])
+    assert len(long_en.split()) > limit
+    monkeypatch.setattr(validation, "VALID_MAX_LEN", limit)
+    assert too_long_to_validate(corpus) == 1
+    torch.manual_seed(0)
+    model = build_model({"arch": "rnnsearch", "emb_size": 8, "enc_size": 8, "dec_size": 8, "param_init": 0.5},
+                        corpus.meta).eval()
+    scored = []
+
+    def record(metric, hyps, refs):
+        scored.append(hyps)
+        return corpus_score(metric, hyps, refs)
+
+    monkeypatch.setattr(validation, "corpus_score", record)
+    read = []  # (the widest input each batch to translate gave the model, </s> included)
+
+    def batch(examples, target=True, **kwargs):
+        made = examples_batch(examples, target, **kwargs)
+        read.extend([] if target else [int(made["src"].lengths.max())])
+        return made
+
+    monkeypatch.setattr(validation, "examples_batch", batch)
+    config = {"valid_max_sentences": 0, "valid_beam": 1, "valid_batch_size": 5, "max_len_a": 1.5, "max_len_b": 3}
+    result = validate(model, corpus, config, torch.device("cpu"))
+    shard = Shard(corpus.shard_paths("valid")[0])
+    nll, tokens = corpus_nll(model, [examples_batch([(shard, i) for i in range(6)])], torch.device("cpu"))
+    assert result["ppl"] == round(perplexity(nll, tokens), 4)
+    src = corpus.vocabs["src"]
+    cut = translate_ids(model, [src.encode(long_en)[:limit]], SearchOptions(beam_size=1, max_len_b=3), "cpu")[0][0]
+    assert scored[0][6] == corpus.tgt_vocab.decode(cut.tokens) and len(scored[0]) == 7 and max(read) == limit + 1
