@@ -61,7 +61,12 @@ class ClosedStream:
         raise OSError(errno.EBADF, f"{self.what} is closed")
 
     def __getattr__(self, name: str):
-        raise NmtkitError(f"{self.what} is closed (the command was started with {self.started}): give it a file")
+        raise StreamClosed(f"{self.what} is closed (the command was started with {self.started}): give it a file")
+
+
+class StreamClosed(NmtkitError, AttributeError):
+    """Reading or writing a :class:`ClosedStream`; an AttributeError too, so that a library probing the stream's
+    attributes (``getattr(stream, "encoding", None)``) finds none, and fails only where it reads or writes."""
 
 
 def _stand_in_for_closed_streams() -> None:
@@ -87,7 +92,11 @@ class Group(click.Group):
 
     def main(self, *args, **kwargs):
         _stand_in_for_closed_streams()  # (first, before any file is opened)
-        return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **kwargs)
+        except StreamClosed as e:  # (before a command runs: --help or --version written to a closed stdout)
+            click.echo(f"error: {e}", err=True)
+            sys.exit(e.exit_code)
 
     def invoke(self, ctx: click.Context):
         main_thread = threading.current_thread() is threading.main_thread()

@@ -86,6 +86,10 @@ def test_a_closed_standard_input_or_output_is_one_line_and_a_closed_error_stream
     assert r.returncode == 1 and r.stderr == (
         "error: the standard output is closed (the command was started with >&-): give it a file\n")
     assert _closed(f"{nmtkit} translate -m {trained_ckpt} -i {src} -o out.txt >&-", tmp_path).returncode == 0  # (unused)
+    for asked in ("--help", "--version", "score --help"):  # (written before a command runs)
+        r = _closed(f"{nmtkit} {asked} >&-", tmp_path)
+        assert r.returncode == 1 and r.stderr == (
+            "error: the standard output is closed (the command was started with >&-): give it a file\n")
     (tmp_path / "in.txt").write_bytes(src.read_bytes()[:200] + b"caf\xe9\n")
     lines = len((tmp_path / "in.txt").read_bytes().splitlines())
     r = _closed(f"{nmtkit} translate -m {trained_ckpt} -i {src} 2>&- > out.txt", tmp_path)
