@@ -114,8 +114,9 @@ def command(input_paths, fields, max_len_a, max_len_b, max_input_len, split_long
     for given in decoder.sources[0].sources.values():  # (--features on stdin: rows left over are an error)
         if isinstance(given, FeatureSource):
             given.check_all_read()
-        elif isinstance(given, TextSource) and (said := given.unknown_warning(decoder.loaded.model.inputs)):
-            warn(said)
+        elif isinstance(given, TextSource):
+            for said in given.warnings(decoder.loaded.model.inputs):
+                warn(said)
     counts = decoder.unk_counts
     if counts is not None:
         log(f"replaced {counts.from_dict + counts.copied} <unk> in {counts.lines} outputs: "

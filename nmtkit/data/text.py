@@ -102,6 +102,14 @@ def reference_streams(lines: list[str], separator: str = "\t") -> list[list[Opti
     return [[r[k] if k < len(r) else None for r in rows] for k in range(width)]
 
 
+def lone_carriage_returns(name: object, lone: int, lines: int) -> str:
+    """The warning of a file of old Mac line endings: ``lone`` carriage returns without a newline after them, in
+    ``lines`` lines (more than one a line: not a stray one in some text)."""
+    return (f"{name}: {lone:,} carriage returns (\\r) without a newline after them, in {lines:,} line(s): lines end at "
+            "a newline (\\n) alone here; a file of old Mac line endings reads as one line (convert it: tr '\\r' "
+            "'\\n')")
+
+
 def check_parallel(*paths: PathLike) -> int:
     """Check that files exist, are non-empty and have the same number of lines; return it. A file whose carriage
     returns end lines of their own (old Mac line endings: lines are ended by a newline here) is warned of."""
@@ -110,9 +118,7 @@ def check_parallel(*paths: PathLike) -> int:
     counts = [n for n, _ in counted]
     for f, (n, lone) in zip(files, counted):
         if lone > n:  # (more than one a line: not a stray one in some text)
-            warn(f"{f}: {lone:,} carriage returns (\\r) without a newline after them, in {n:,} line(s): lines end at "
-                 "a newline (\\n) alone here; a file of old Mac line endings reads as one line (convert it: "
-                 "tr '\\r' '\\n')")
+            warn(lone_carriage_returns(f, lone, n))
     for f, n in zip(files[1:], counts[1:]):
         if n != counts[0]:
             raise NmtkitError(f"{files[0]} has {counts[0]} lines but {f} has {n}: parallel files must have the "

@@ -20,7 +20,7 @@ import torch
 
 from nmtkit.data.images import ImageSpec, finite_row
 from nmtkit.data.streams import TOKENS
-from nmtkit.data.text import strip_newline, without_bom
+from nmtkit.data.text import lone_carriage_returns, strip_newline, without_bom
 from nmtkit.data.vocab import UNK, Vocab
 from nmtkit.errors import NmtkitError
 from nmtkit.progress import warn
@@ -95,15 +95,20 @@ class TextSource:
         self.invalid: list[int] = []
         self.truncated = 0
         self.tokens = self.unknown = 0  #: tokens read, and how many of them the vocabulary lacks
+        self.lines = self.carriage_returns = 0  #: lines read, and carriage returns within them (not ending them)
 
-    def unknown_warning(self, inputs: Sequence[str]) -> Optional[str]:
+    def warnings(self, inputs: Sequence[str]) -> list[str]:
         """Once every line is read: a warning where most tokens (over half of at least 20) were ``<unk>``, as when
-        a model reads text of another language, or a model of several ``inputs`` (its order) reads them swapped."""
-        if self.tokens < 20 or 2 * self.unknown <= self.tokens:
-            return None
-        order = f" (a model of several inputs reads them in its order: {', '.join(inputs)})" if len(inputs) > 1 else ""
-        return (f"{self.name}: {100 * self.unknown // self.tokens}% of its {self.tokens} tokens are <unk> in the "
-                f"model's {self.stream} vocabulary: is it the text the model reads as {self.stream}?{order}")
+        a model reads text of another language, or a model of several ``inputs`` (its order) reads them swapped; and
+        where the lines hold more carriage returns than there are lines (old Mac line endings: one line read)."""
+        said = []
+        if self.tokens >= 20 and 2 * self.unknown > self.tokens:
+            order = f" (a model of several inputs reads them in its order: {', '.join(inputs)})" if len(inputs) > 1 else ""
+            said.append(f"{self.name}: {100 * self.unknown // self.tokens}% of its {self.tokens} tokens are <unk> in "
+                        f"the model's {self.stream} vocabulary: is it the text the model reads as {self.stream}?{order}")
+        if self.carriage_returns > self.lines:
+            said.append(lone_carriage_returns(self.name, self.carriage_returns, self.lines))
+        return said
 
     def read(self, index: int, raw: bytes) -> Optional[list[int]]:
         try:
@@ -112,6 +117,8 @@ class TextSource:
             unusable(self.strict, self.invalid, index,
                      f"{self.name}:{index + 1}: invalid UTF-8 (byte {e.start + 1} of the line)")
             return None
+        self.lines += 1
+        self.carriage_returns += text.count("\r")
         if not text.strip():
             return []
         ids = self.vocab.encode(text)

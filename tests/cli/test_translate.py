@@ -358,6 +358,17 @@ def test_what_to_give_a_model_with_two_inputs(two_source_ckpt, trained_ckpt, two
     assert [json.loads(line).get("unusable") for line in r.stdout.splitlines()] == [None, True, None, None, None]
 
 
+def test_an_input_of_old_mac_line_endings_is_warned_of(trained_ckpt, text_dir, tmp_path):
+    """(its lines were read as one, translated as one output line, without a word)"""
+    lines = (text_dir / "test.en").read_text().splitlines()[:4]
+    (tmp_path / "mac.en").write_text("\r".join(lines) + "\n")
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "mac.en", "--greedy"])
+    assert r.stdout.count("\n") == 1 and (f"warning: {tmp_path / 'mac.en'}: 3 carriage returns (\\r) without a newline "
+                                         "after them, in 1 line(s): lines end at a newline (\\n) alone here") in r.stderr
+    (tmp_path / "crlf.en").write_text("".join(f"{line} \r x\r\n" for line in lines))  # (one stray a line, and CRLF)
+    assert "carriage returns" not in run(["translate", "-m", trained_ckpt, "-i", tmp_path / "crlf.en", "--greedy"]).stderr
+
+
 def test_inputs_mostly_unknown_to_the_model_are_warned_of(trained_ckpt, two_source_ckpt, text_dir, tmp_path):
     """Over half of an input's tokens <unk> (of at least 20): text of another language, or inputs swapped."""
     r = run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.de", "--greedy"])
