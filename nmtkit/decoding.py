@@ -16,7 +16,7 @@ import json
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, Sequence, Union, cast
 
 import torch
 
@@ -26,12 +26,13 @@ from nmtkit.data.text import without_bom
 from nmtkit.errors import NmtkitError
 from nmtkit.inference import LoadedModel, ensemble_of, load_model
 from nmtkit.models.seq2seq import Seq2Seq
-from nmtkit.search.alignment import Aligner
+from nmtkit.search.alignment import Aligner, source_attention
 from nmtkit.search.attention_file import AttentionWriter
 from nmtkit.search.compiled import Compiled
 from nmtkit.search.continuous import ContinuousSearch, supports
 from nmtkit.search.ensemble import Ensemble, ensemble_sources, normalised_weights
 from nmtkit.search.guides import ConstraintSource, GuidedSources, prefix_source
+from nmtkit.search.precision import PRECISIONS
 from nmtkit.search.prefix import Prefixed
 from nmtkit.search.sources import (
     Line,
@@ -102,12 +103,8 @@ class DecodeSettings:
         if wrong:
             raise NmtkitError(f"{wrong}: expects True or False, got {getattr(self, wrong)!r}", exit_code=2)
         optional = {f.name for f in dataclasses.fields(self) if str(f.type).startswith("Optional")}
-        for name, (kind, allowed) in DECODING.items():  # (the CLI's options check the same as they are parsed)
-            value = getattr(self, name)
-            number = isinstance(value, numbers.Integral if kind is int else numbers.Real) and not isinstance(value, bool)
-            if not (value is None and name in optional) and not (number and value in allowed):
-                raise NmtkitError(f"--{name.replace('_', '-')}: expects {expect(kind, allowed)}, got {value!r}",
-                                  exit_code=2)
+        for name in DECODING:  # (the CLI's options check the same as they are parsed)
+            check_value(name, getattr(self, name), f"--{name.replace('_', '-')}", name in optional)
         if self.sampling and self.n_best > 1:
             raise NmtkitError("--n-best: --sampling draws one output a line", exit_code=2)
         if self.n_best > self.beam:
@@ -140,6 +137,11 @@ class DecodeSettings:
                               "--constraints, --alignments, --replace-unk or --attention-out", exit_code=2)
         if self.constraints and self.sampling:
             raise NmtkitError("--constraints: a constrained beam search, not --sampling", exit_code=2)
+        if self.precision not in PRECISIONS:  # (else found only once the model has loaded)
+            raise NmtkitError(f"--precision: {self.precision!r} is not one of {', '.join(PRECISIONS)}", exit_code=2)
+        for name in ("shortlist", "dictionary"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), (str, os.PathLike)):
+                raise NmtkitError(f"{name}: expects a file's path, got {getattr(self, name)!r}", exit_code=2)
 
     def search_options(self, sampler=None) -> SearchOptions:
         """The search's options (greedy where the beam is 1)."""
@@ -154,6 +156,27 @@ def text_sources(settings: DecodeSettings, name: str = "<input>") -> SourceMaker
         return model_sources(loaded, path, [name] * len(loaded.model.inputs), settings.max_input_len,
                              settings.cnn_weights, split=settings.split_long)
     return make
+
+
+def check_value(name: str, value: Any, label: str, optional: bool = False) -> None:
+    """A one-line error (exit code 2, naming ``label``) for a value of decoding setting ``name`` (:data:`DECODING`)
+    of another type or range (None, where ``optional``, is no value)."""
+    kind, allowed = DECODING[name]
+    number = isinstance(value, numbers.Integral if kind is int else numbers.Real) and not isinstance(value, bool)
+    if not (value is None and optional) and not (number and value in allowed):
+        raise NmtkitError(f"{label}: expects {expect(kind, allowed)}, got {value!r}", exit_code=2)
+
+
+def check_search(options: SearchOptions) -> None:
+    """The search options of one call (``Decoder.translate(options=...)``), checked as the settings are: a beam of
+    0 searched greedily, a batch of 0 failed in ``range``, and an n-best above the beam gave lines other numbers of
+    entries."""
+    for name, field in (("beam", "beam_size"), ("n_best", "n_best"), ("length_penalty", "length_penalty"),
+                        ("batch_size", "batch_size"), ("max_len_a", "max_len_a"), ("max_len_b", "max_len_b")):
+        check_value(name, getattr(options, field), f"options.{field}")
+    if options.n_best > options.beam_size:
+        raise NmtkitError(f"options.n_best: expects at most the beam size ({options.beam_size}), got "
+                          f"{options.n_best}", exit_code=2)
 
 
 class Decoder:
@@ -266,9 +289,13 @@ class Decoder:
         attention; ``on_batch(k)`` after each batch of k lines; ``options``: the search's, if not the settings'
         (e.g. another beam size for one request); ``alignments``: whether results carry word alignments, if not as
         the settings say (a one-line error for a model without a text input)."""
-        translator = self._translator(options, alignments, chunk_size, attention_out)
-        with self.arithmetic():
-            yield from translator.translate(lines, on_batch)
+        results = self._translator(options, alignments, chunk_size, attention_out).translate(lines, on_batch)
+        while True:  # (in the decoder's arithmetic while it computes, not while the caller holds a result: its code
+            with self.arithmetic():  # runs in its own, and generators taking turns do not leave autocast on)
+                result = next(results, None)
+            if result is None:
+                return
+            yield result
 
     def continuous(self, options: Optional[SearchOptions] = None,
                    alignments: Optional[bool] = None) -> Optional[ContinuousSearch]:
@@ -285,6 +312,8 @@ class Decoder:
 
     def _translator(self, options: Optional[SearchOptions], alignments: Optional[bool], chunk_size: int = 10_000,
                     attention_out: Optional[AttentionWriter] = None, model: Optional[Seq2Seq] = None) -> Translator:
+        if options is not None:
+            check_search(options)
         align = self.settings.alignments if alignments is None else alignments
         return Translator(model or self.model, self.source, self.loaded.tgt_vocab, options or self.options, self.device,
                           chunk_size, attention_out, self.postprocess, self.aligner() if align else None,
@@ -303,6 +332,9 @@ class Decoder:
         phrases) where the settings take them (see :meth:`translate_texts`); a one-line error naming the item
         (``text.3``, ``prefix.0``, ``constraints.1``) for an item of another type, a wrong number of inputs or
         guides, or a lone surrogate."""
+        texts = texts if isinstance(texts, (str, bytes)) else list(texts)  # (read once each: a generator will do)
+        prefixes = prefixes if prefixes is None or isinstance(prefixes, (str, bytes)) else list(prefixes)
+        constraints = constraints if constraints is None or isinstance(constraints, (str, bytes)) else list(constraints)
         guides = [("prefix", prefixes, self.settings.prefix), ("constraints", constraints, self.settings.constraints)]
         kinds = {"text": (lambda t: isinstance(t, str) or _strings(t), "a string, or a list of strings (one per input)"),
                  "prefix": (lambda t: isinstance(t, str), "a string"),
@@ -464,7 +496,7 @@ def unk_replacement(loaded: LoadedModel, dict_path: Optional[str], max_input_len
             return text
         words = line_text(index, fields[0]).split()[:max_input_len]
         tokens = replace_unks(loaded.tgt_vocab.id_to_token(hypothesis.tokens), words,
-                              hypothesis.attention["source"], lexicon, counts)
+                              source_attention(hypothesis, "--replace-unk"), lexicon, counts)
         return " ".join(t for t, i in zip(tokens, hypothesis.tokens) if i == UNK or i >= 4)  # as decode drops
 
     return replace, counts

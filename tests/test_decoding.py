@@ -52,6 +52,9 @@ def test_an_ensemble_of_two_copies_decodes_as_one_model(trained_ckpt):
     ({"threads": True}, "--threads: expects an integer in [0, 1024], got True"),
     ({"temperature": None}, "--temperature: expects a number in (0, 100], got None"),  # (None: only where optional)
     ({"beam": np.int64(0)}, "--beam: expects an integer in [1, 1000], got np.int64(0)"),
+    ({"precision": "fp16"}, "--precision: 'fp16' is not one of fp32, bf16, int8"),  # (it was found after loading)
+    ({"shortlist": 5}, "shortlist: expects a file's path, got 5"),
+    ({"replace_unk": True, "dictionary": ["lex.txt"]}, "dictionary: expects a file's path, got ['lex.txt']"),
 ])
 def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, message):
     with pytest.raises(NmtkitError, match=re.escape(message)) as e:
@@ -62,6 +65,57 @@ def test_settings_that_do_not_go_together_are_one_line_before_loading(settings, 
 def test_numbers_of_numpy_paths_and_no_limit_where_a_setting_may_have_none_are_taken():
     DecodeSettings((Path("model.pt"),), beam=np.int64(4), length_penalty=np.float32(0.6), max_input_len=None,
                    attention_layer=None).check()
+
+
+def test_bf16_autocast_stays_in_the_decoder_while_its_results_are_read(trained_ckpt):
+    """(the caller's own code ran in bfloat16 while it held a result, and two generators taking turns left autocast
+    on for the thread after both ended)"""
+    import torch
+
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), precision="bf16"))
+    x = torch.ones(4, 4)
+    results = decoder.translate(decoder.lines(LINES))
+    first = next(results)
+    assert (x @ x).dtype == torch.float32 and first.texts
+    a, b = decoder.translate(decoder.lines(LINES)), decoder.translate(decoder.lines(LINES))
+    next(a), next(b), list(a), list(b), list(results)
+    assert not torch.is_autocast_enabled("cpu") and (x @ x).dtype == torch.float32
+
+
+def test_texts_and_guides_given_as_generators_are_read_once(trained_ckpt):
+    """(the type check read a generator to its end, and every line was dropped without a word)"""
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),), prefix=True))
+    assert decoder.lines(t for t in ["one", "two"]) == [(b"one", b""), (b"two", b"")]
+    assert decoder.lines(iter(["one"]), (p for p in ["eins"])) == [(b"one", b"eins")]
+    plain = Decoder(DecodeSettings(models=(str(trained_ckpt),)))
+    assert [r.texts for r in plain.translate_texts(t for t in LINES)] == [r.texts for r in plain.translate_texts(LINES)]
+
+
+def test_lines_of_text_given_to_translate_are_a_type_error(trained_ckpt):
+    """(a str was read as one field per character: a warning and an empty result, or a crash in line_text)"""
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),)))
+    for lines, got in ((["six"], "str"), (["a"], "str"), ([(b"six", "x")], "tuple of bytes, str")):
+        with pytest.raises(TypeError, match=re.escape(f"a line to decode is its bytes, or one bytes field per input; "
+                                                      f"got {got} (Decoder.lines and Decoder.translate_texts take text)")):
+            list(decoder.translate(lines))
+
+
+@pytest.mark.parametrize("changed, message", [
+    (dict(beam_size=0), "options.beam_size: expects an integer in [1, 1000], got 0"),
+    (dict(batch_size=0), "options.batch_size: expects an integer >= 1, got 0"),
+    (dict(beam_size=1, n_best=3), "options.n_best: expects at most the beam size (1), got 3"),
+    (dict(length_penalty=float("nan")), "options.length_penalty: expects")])
+def test_search_options_of_one_call_are_checked_as_the_settings_are(trained_ckpt, changed, message):
+    """(a beam of 0 searched greedily, a batch of 0 failed in range(), an n-best above the beam gave an empty line
+    three entries and the others one)"""
+    from dataclasses import replace
+
+    decoder = Decoder(DecodeSettings(models=(str(trained_ckpt),)))
+    with pytest.raises(NmtkitError, match=re.escape(message)) as e:
+        list(decoder.translate(decoder.lines(LINES), options=replace(decoder.options, **changed)))
+    assert e.value.exit_code == 2
+    fine = replace(decoder.options, beam_size=2, n_best=2)
+    assert all(len(r.texts) == 2 for r in decoder.translate(decoder.lines(LINES), options=fine))
 
 
 def test_a_line_of_several_inputs_is_one_field_each():

@@ -50,11 +50,12 @@ def load_plugins() -> None:
     """Import the modules named in ``NMTKIT_PLUGINS`` that are not imported yet (they register models)."""
     for name in filter(None, (p.strip() for p in os.environ.get("NMTKIT_PLUGINS", "").split(","))):
         if name not in _plugins_loaded:
-            _plugins_loaded.add(name)
             try:
                 importlib.import_module(name)
-            except ImportError as e:
-                raise NmtkitError(f"NMTKIT_PLUGINS: cannot import {name!r} ({e})", exit_code=2) from None
+            except Exception as e:  # (a syntax error, a model refused by register_model, any error as it runs)
+                why = str(e) if isinstance(e, ImportError) else f"{type(e).__name__}: {e}"
+                raise NmtkitError(f"NMTKIT_PLUGINS: cannot import {name!r} ({why})", exit_code=2) from None
+            _plugins_loaded.add(name)  # (once imported: one that failed fails again at the next call, not silently)
 
 
 def register_model(name: str, options: Sequence[Option] = (), description: str = "",
@@ -63,11 +64,18 @@ def register_model(name: str, options: Sequence[Option] = (), description: str =
     with its ``options`` (each a config key and ``--flag`` of ``train``) and what ``uses`` says of them."""
 
     def wrap(builder: Builder) -> Builder:
+        from nmtkit.train.options import TRAIN_OPTIONS
+
         if name in MODELS:
-            raise ValueError(f"model {name!r} registered twice")
+            raise ValueError(f"model {name!r} is registered already (by {MODELS[name].builder.__module__}); give "
+                             "this one another name")
         names = [o.name for o in options]
         if len(set(names)) != len(names):
             raise ValueError(f"model {name!r} declares an option twice")
+        trainers = sorted(set(names) & {o.name for o in TRAIN_OPTIONS})
+        if trainers:
+            raise ValueError(f"model {name!r} declares --{trainers[0].replace('_', '-')}, an option of train itself; "
+                             "give the model's option another name")
         MODELS[name] = ModelSpec(name, builder, list(options), description, uses)
         return builder
 

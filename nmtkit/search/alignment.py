@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from nmtkit.data.vocab import Vocab
+from nmtkit.errors import NmtkitError
 from nmtkit.search.hypothesis import Hypothesis
 from nmtkit.search.sources import Inputs
 
@@ -41,5 +42,14 @@ class Aligner:
 
     def __call__(self, inputs: Inputs, hypothesis: Hypothesis) -> str:
         src = list(inputs[self.stream])
-        return moses(attention_links(hypothesis.attention["source"], self.src_vocab.word_index(src),
+        return moses(attention_links(source_attention(hypothesis, "--alignments"), self.src_vocab.word_index(src),
                                      self.tgt_vocab.word_index(hypothesis.tokens)))
+
+
+def source_attention(hypothesis: Hypothesis, option: str) -> np.ndarray:
+    """The attention of an output over its first input, which ``option`` reads; a one-line error for a model whose
+    decoding gives none (an architecture without attention may return none: docs/adding-a-model.md)."""
+    if "source" not in hypothesis.attention:
+        raise NmtkitError(f"{option}: this model gives no 'source' attention (over its first input) to read the "
+                          "source words from", exit_code=2)
+    return hypothesis.attention["source"]

@@ -218,8 +218,16 @@ class FeatureSource:
 
 
 def fields_of(line: Line) -> tuple[bytes, ...]:
-    """A line's fields, one per input: the bytes of a one-input line are its one field."""
-    return (line,) if isinstance(line, bytes) else tuple(line)
+    """A line's fields, one per input: the bytes of a one-input line are its one field; a TypeError for a line of
+    text (``Decoder.lines`` and ``translate_texts`` take text)."""
+    if isinstance(line, bytes):
+        return (line,)
+    fields = tuple(line)
+    if isinstance(line, str) or not all(isinstance(field, bytes) for field in fields):
+        raise TypeError(f"a line to decode is its bytes, or one bytes field per input; got {type(line).__name__}"
+                        + ("" if isinstance(line, str) else f" of {', '.join(type(f).__name__ for f in fields)}")
+                        + " (Decoder.lines and Decoder.translate_texts take text)")
+    return fields
 
 
 class StreamSources:

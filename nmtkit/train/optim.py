@@ -28,7 +28,7 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
 
 def _fused(optimizer: type, gpu: bool) -> dict:
     """``fused=True`` on a GPU where this PyTorch's ``optimizer`` has it (Adam since 2.0, SGD since 2.3)."""
-    return {"fused": True} if gpu and "fused" in inspect.signature(optimizer.__init__).parameters else {}
+    return {"fused": True} if gpu and "fused" in inspect.signature(optimizer).parameters else {}
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

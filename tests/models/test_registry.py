@@ -52,12 +52,37 @@ def test_unknown_architecture_and_missing_streams_are_clear_errors():
         build_model({"arch": "rnnsearch"}, images)
 
 
-def test_registering_a_name_or_an_option_twice_fails():
-    with pytest.raises(ValueError):
+def test_registering_a_name_or_an_option_twice_or_an_option_of_train_fails():
+    """(a model's --max-steps was taken: train --help listed it twice, and its default replaced train's)"""
+    with pytest.raises(ValueError, match=r"^model 'rnnsearch' is registered already \(by nmtkit.models.rnnsearch\)"):
         register_model("rnnsearch")(lambda c, m, v: None)
     with pytest.raises(ValueError):
         register_model("twice", [Option("a", 1, "", allows=POSITIVE), Option("a", 2, "", allows=POSITIVE)])(lambda c, m, v: None)
-    assert "twice" not in model_names()
+    with pytest.raises(ValueError, match=r"^model 'clash' declares --max-steps, an option of train itself"):
+        register_model("clash", [Option("max_steps", 7, "", allows=POSITIVE)])(lambda c, m, v: None)
+    assert "twice" not in model_names() and "clash" not in model_names()
+
+
+@pytest.mark.parametrize("body, says", [
+    ("def build(:\n", "(SyntaxError: "),
+    ("from nmtkit.models import register_model\n\n\n@register_model('rnnsearch')\ndef build(c, m, v):\n    pass\n",
+     "(ValueError: model 'rnnsearch' is registered already (by nmtkit.models.rnnsearch); give this one another name)"),
+    ("raise RuntimeError('no GPU here')\n", "(RuntimeError: no GPU here)")])
+def test_a_plugin_that_fails_as_it_is_imported_is_one_line_each_time(tmp_path, monkeypatch, body, says):
+    """(only an ImportError was one line: other errors were tracebacks, and a second call of the registry skipped
+    the plugin as if it had been imported)"""
+    (tmp_path / "broken_plugin.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("NMTKIT_PLUGINS", "broken_plugin")
+    try:
+        for _ in range(2):
+            with pytest.raises(NmtkitError) as e:
+                model_names()
+            assert str(e.value).startswith("NMTKIT_PLUGINS: cannot import 'broken_plugin' ") and says in str(e.value)
+            assert e.value.exit_code == 2
+    finally:
+        registry._plugins_loaded.discard("broken_plugin")
+        sys.modules.pop("broken_plugin", None)
 
 
 def test_every_plugin_named_is_imported_and_the_names_are_sorted(tmp_path, monkeypatch):

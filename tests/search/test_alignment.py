@@ -2,8 +2,11 @@
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
-from nmtkit.search.alignment import Aligner, attention_links, moses
+from nmtkit.errors import NmtkitError
+from nmtkit.search.alignment import Aligner, attention_links, moses, source_attention
+from nmtkit.search.hypothesis import Hypothesis
 
 
 def test_each_target_token_links_its_most_attended_source_word_once():
@@ -34,3 +37,17 @@ def test_subwords_on_both_sides_are_joined_into_the_words_they_make():
     aligner = Aligner("src", Pieces(), Pieces())
     output = SimpleNamespace(tokens=[7, 8], attention={"source": weights})
     assert aligner({"src": [4, 5, 6]}, output) == "0-0 1-0"
+
+
+def test_a_model_without_source_attention_is_one_line_for_alignments_and_replace_unk():
+    """(a model whose decoding returns no attention, as docs/adding-a-model.md allows, crashed with KeyError)"""
+    bare = Hypothesis([5, 6], -1.0, -1.0, {})
+    for option in ("--alignments", "--replace-unk"):
+        with pytest.raises(NmtkitError, match=f"^{option}: this model gives no 'source' attention") as e:
+            source_attention(bare, option)
+        assert e.value.exit_code == 2
+    vocab = SimpleNamespace(word_index=lambda tokens: list(range(len(tokens))))
+    with pytest.raises(NmtkitError, match="^--alignments: this model gives no 'source' attention"):
+        Aligner("src", vocab, vocab)({"src": [4, 5]}, bare)
+    weights = np.eye(3)
+    assert source_attention(Hypothesis([5, 6], -1.0, -1.0, {"source": weights}), "--alignments") is weights
