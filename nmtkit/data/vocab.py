@@ -54,6 +54,11 @@ class Vocab:
         word of its own (word vocabularies; subword vocabularies override this)."""
         return list(range(len(ids)))
 
+    def input_word_index(self, ids: Sequence[int]) -> list[int]:
+        """The word (from 0) that each token of an input belongs to, as the input's text splits at spaces (where an
+        output's words are those of its decoded text: :meth:`word_index`)."""
+        return self.word_index(ids)
+
     def state(self) -> dict:
         """A dict of plain values and tensors that :func:`vocab_from_state` rebuilds it from."""
         raise NotImplementedError
@@ -182,6 +187,16 @@ class SentencePieceVocab(Vocab):
         for k in range(len(ids) - 2, -1, -1):
             if pieces[k] == "\u2581":
                 index[k] = index[k + 1]
+        return index
+
+    def input_word_index(self, ids: Sequence[int]) -> list[int]:
+        """A piece opening with ``▁`` (SentencePiece's mark of a space before it) opens a word of the input; the
+        others, ``<unk>`` among them, go on with the word before (decoded, an ``<unk>`` is a word of its own, `` ⁇ ``,
+        and :meth:`word_index` would count words past the input's)."""
+        index, word = [], -1
+        for piece in self.id_to_token(ids):
+            word += piece.startswith("\u2581") or word < 0
+            index.append(word)
         return index
 
     def state(self) -> dict:

@@ -42,7 +42,7 @@ class Aligner:
 
     def __call__(self, inputs: Inputs, hypothesis: Hypothesis) -> str:
         src = list(inputs[self.stream])
-        return moses(attention_links(source_attention(hypothesis, "--alignments"), self.src_vocab.word_index(src),
+        return moses(attention_links(source_attention(hypothesis, "--alignments"), self.src_vocab.input_word_index(src),
                                      self.tgt_vocab.word_index(hypothesis.tokens)))
 
 

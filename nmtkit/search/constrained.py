@@ -83,16 +83,18 @@ class Progress:
         return {p[0] for p, m in zip(phrases, self.met) if not m}
 
     def advance(self, token: int, phrases: Phrases) -> "Progress":
-        """The progress after writing ``token``."""
-        if self.current >= 0:
-            phrase = phrases[self.current]
-            if token != phrase[self.position]:
-                return Progress(self.met).advance(token, phrases)  # broken off: the token may begin another
+        """The progress after writing ``token``: the phrase in progress one token further, or, where the token breaks
+        it off, the longest end of what was written that begins an unmet phrase (as Knuth-Morris-Pratt's matching
+        falls back: "a b a" then "b" is 2 tokens of "a b a c", and "s s" then "s" still 2 of "s s und")."""
+        if self.current >= 0 and token == phrases[self.current][self.position]:
             return self._written(self.current, self.position + 1, phrases)
-        for c, phrase in enumerate(phrases):
-            if not self.met[c] and phrase[0] == token:
-                return self._written(c, 1, phrases)
-        return self
+        written = [*(phrases[self.current][:self.position] if self.current >= 0 else ()), token]
+        for k in range(len(written), 0, -1):
+            end = written[-k:]
+            for c, phrase in enumerate(phrases):
+                if not self.met[c] and list(phrase[:k]) == end:
+                    return self._written(c, k, phrases)
+        return Progress(self.met)
 
     def _written(self, c: int, position: int, phrases: Phrases) -> "Progress":
         """Phrase ``c`` written up to ``position``: in progress, or met where it is whole."""

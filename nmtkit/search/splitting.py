@@ -62,9 +62,10 @@ class Splitter:
 
 
 def joined(parts: Sequence[Sequence[Hypothesis]], length_penalty: float) -> list[Hypothesis]:
-    """The n-best hypotheses of a line from those of its pieces, in order: the k-th joins each piece's k-th (its
+    """The n-best hypotheses of a line from those of its pieces, best first: the k-th joined of each piece's k-th (its
     last where it has fewer), tokens end to end, log-probabilities summed, scored by log p / length^alpha over the
-    whole (``</s>`` counted once per piece). Attention is not kept across pieces."""
+    whole (``</s>`` counted once per piece), then ranked by that score (as every n-best list is). Attention is not
+    kept across pieces."""
     out = []
     for k in range(max(map(len, parts))):
         chosen = [hyps[min(k, len(hyps) - 1)] for hyps in parts]
@@ -73,4 +74,4 @@ def joined(parts: Sequence[Sequence[Hypothesis]], length_penalty: float) -> list
         length = len(tokens) + len(chosen)
         out.append(replace(chosen[0], tokens=tokens, logprob=logprob,
                            score=logprob / length ** length_penalty if length_penalty else logprob, attention={}))
-    return out
+    return sorted(out, key=lambda h: -h.score)  # (stable: equal scores keep their order)

@@ -20,6 +20,7 @@ from nmtkit.search.ensemble import EnsembleSources
 from nmtkit.search.greedy import greedy_search
 from nmtkit.search.guides import GuidedSources
 from nmtkit.search.hypothesis import Hypothesis
+from nmtkit.search.prefix import PREFIX
 from nmtkit.search.sampling import Sampler
 from nmtkit.search.sources import Inputs, Item, Line, Source, StreamSources, fields_of, sort_length, stack_inputs
 from nmtkit.search.splitting import Splitter, joined
@@ -107,7 +108,8 @@ def translate_ids(model: Seq2Seq, sources: Sequence[Item], opts: SearchOptions, 
 class LineResult:
     """What translate writes for one input line: the n-best outputs, each with its ranking score (log-probability /
     length^alpha), log-probability and length in tokens (``</s>`` included); N empty ones, scored 0 and of length
-    0, for an empty or unusable line, so every line has its N entries."""
+    0, for an empty or unusable line. A line has fewer than N entries only where the length limit leaves fewer
+    outputs for the search to find."""
 
     index: int
     texts: list[str]
@@ -235,7 +237,8 @@ class Translator:
                     self.attention_out.add(index, [], [], {})
                 n = self.opts.n_best  # n-best: N entries each
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None,
-                                 not_finite=not_finite, unusable=pending.parts is None)
+                                 not_finite=not_finite, unusable=pending.parts is None,
+                                 unmet=self._unused_guides(index, pending.parts[0]) if pending.parts else [])
                 continue
             inputs = cast(list, pending.parts)[0]
             missing = self._check_constraints(index, inputs[CONSTRAINTS], nbest[0]) if CONSTRAINTS in inputs else []
@@ -248,6 +251,17 @@ class Translator:
                              [len(h.tokens) + len(pieces) for h in nbest],
                              [self.aligner(inputs, h) for h in nbest] if self.aligner else None, pending.truncated,
                              unmet=missing)
+
+    def _unused_guides(self, index: int, inputs: Inputs) -> list[str]:
+        """An empty line's prefix and constraints, which its empty output cannot hold: a warning naming the line, and
+        the constraints (decoded), unmet."""
+        prefix, item = list(inputs.get(PREFIX, [])), list(inputs.get(CONSTRAINTS, []))
+        phrases = phrases_of(item) if item else []
+        if prefix or phrases:
+            given = " and ".join(what for what, there in (("prefix", prefix), ("constraints", phrases)) if there)
+            warn(f"{getattr(self.inputs, 'name', '<input>')}:{index + 1}: an empty line, translated as an empty one: "
+                 f"its {given} not used")
+        return [self.tgt_vocab.decode(phrase) for phrase in phrases]
 
     def _check_constraints(self, index: int, item, hyp: Hypothesis) -> list[str]:
         """The constraints (decoded) that the best output lacks (none could hold them all within the length limit),

@@ -704,6 +704,20 @@ def test_constraints_put_their_phrases_in_the_outputs(trained_ckpt, tmp_path):
     assert f"{named} 'qqq' not in the target vocabulary" in r.stderr
 
 
+def test_an_empty_line_says_that_its_prefix_and_constraints_went_unused(trained_ckpt, tmp_path):
+    """(its empty output dropped them without a word, and JSON named no unmet constraint)"""
+    (tmp_path / "in.en").write_text("\nseven\n")
+    (tmp_path / "c.jsonl").write_text('["tausend"]\n[]\n')
+    (tmp_path / "p.de").write_text("sieben\n\n")
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en", "--constraints", tmp_path / "c.jsonl",
+             "--prefix-file", tmp_path / "p.de", "--output-format", "json"])
+    rows = [json.loads(row) for row in r.stdout.splitlines()]
+    assert rows[0]["outputs"][0]["text"] == "" and rows[0]["unmet_constraints"] == ["tausend"]
+    assert "unmet_constraints" not in rows[1] and rows[1]["outputs"][0]["text"]
+    assert f"{tmp_path / 'in.en'}:1: an empty line, translated as an empty one: its prefix and constraints not " \
+           "used" in r.stderr and ":2: an empty line" not in r.stderr
+
+
 def test_a_line_of_constraints_that_is_not_a_json_list_is_named(trained_ckpt, tmp_path):
     (tmp_path / "c.jsonl").write_text('["neun"]\n{"a": 1}\n[1]\n')
     r = run(["translate", "-m", trained_ckpt, "--constraints", tmp_path / "c.jsonl"], input="one\ntwo\nthree\n",

@@ -95,6 +95,19 @@ def test_word_index_joins_subwords_as_the_detokenised_text_splits_at_spaces(tmp_
     assert WordVocab(["a", "b"]).word_index([4, 5, 1]) == [0, 1, 2] and v.word_index([]) == []
 
 
+def test_an_inputs_words_are_those_its_text_splits_into_at_spaces(tmp_path):
+    """(an input's words were counted on its decoded text, where each unknown character is a word " ⁇ " of its own:
+    alignments linked source words past the input's)"""
+    (tmp_path / "t.txt").write_text("\n".join(TEXT) + "\n")
+    v = SentencePieceVocab.train([tmp_path / "t.txt"], 30)
+    for line in ["the cat sat", "xyz the", "the zq  cat", "<s> </s> <pad> sat", "catx zzz dog"]:
+        ids = v.encode(line)
+        index = v.input_word_index(ids)
+        assert len(index) == len(ids) and index == sorted(index) and index[0] == 0, (line, index)
+        assert index[-1] == len(line.split()) - 1, (line, v.id_to_token(ids), index)
+    assert WordVocab(["a", "b"]).input_word_index([4, 5, 1]) == [0, 1, 2] and v.input_word_index([]) == []
+
+
 def test_a_word_list_holding_a_nul_is_read_as_words(tmp_path):
     """(A corpus line with a NUL byte in a word: its word list is still a word list, not a SentencePiece model.)"""
     words = WordVocab.build(["a\x00b c"] * 3, 10)

@@ -36,6 +36,18 @@ def test_progress_counts_met_tokens_and_loses_a_phrase_broken_off():
     assert unmet([11], [[11], [11]]) == [1] and unmet([11, 4, 11], [[11], [11]]) == []
 
 
+def test_a_phrase_broken_off_falls_back_to_the_longest_end_that_begins_it():
+    """(a broken-off phrase restarted from its last token alone: "s s s und" did not hold "s s und", so the search
+    wrote it again after a prefix that held it, and unmet named a phrase the output held)"""
+    assert unmet([3, 3, 3, 4], [[3, 3, 4]]) == [] and unmet([1, 2, 1, 2, 1, 5], [[1, 2, 1, 5]]) == []
+    assert unmet([1, 2, 1, 2, 1, 6], [[1, 2, 1, 5]]) == [0] and unmet([3, 3, 4], [[3, 4, 4]]) == [0]
+    p = Progress((False, False)).advance(1, [[1, 2, 7], [2, 8]]).advance(2, [[1, 2, 7], [2, 8]])
+    q = p.advance(8, [[1, 2, 7], [2, 8]])  # ("1 2" broken off by 8: "2 8", the other phrase, is met)
+    assert q.met == (False, True) and q.current == -1
+    r = Progress((False,)).advance(3, [[3, 3, 4]]).advance(3, [[3, 3, 4]]).advance(3, [[3, 3, 4]])
+    assert (r.current, r.position) == (0, 2) and r.wanted([[3, 3, 4]]) == {4}
+
+
 def constrained(m, b, phrases, beam=3, n_best=3):
     with torch.no_grad():
         return constrained_beam_search(m, b, phrases, beam, n_best, max_len_a=0.0, max_len_b=6)

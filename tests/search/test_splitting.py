@@ -29,6 +29,14 @@ def test_a_line_s_outputs_join_its_pieces_in_order():
     assert joined([a, b], length_penalty=0.0)[0].score == -1.5
 
 
+def test_a_lines_joined_outputs_are_ranked_by_their_score_over_the_whole_line():
+    """(joined k-th by k-th, the entries' scores over the line were out of order: -1.2465, -1.2736, -1.2625)"""
+    a = [Hypothesis([5], -1.0, -1.0), Hypothesis([6, 7, 8, 9], -1.1, -0.2)]  # (the second: longer, better per token)
+    b = [Hypothesis([4], -1.0, -1.0)]
+    first, second = joined([a, b], length_penalty=1.0)
+    assert first.tokens == [6, 7, 8, 9, 4] and second.tokens == [5, 4] and first.score > second.score
+
+
 def test_a_word_outside_a_word_vocabulary_still_ends_its_sentence():
     """("seven." is <unk> to the model: the line's own words say where its sentence ends.)"""
     vocab = WordVocab(["one", "two", "three", "four"])
