@@ -456,6 +456,12 @@ def aligner_of(loaded: LoadedModel) -> Aligner:
     if loaded.output_form.edits:
         raise NmtkitError(f"--alignments: this {loaded.config['arch']} model outputs edit operations, not text",
                           exit_code=2)
+    model = loaded.model
+    if isinstance(model, Ensemble) and model.streams[model.attention_from][stream] != stream:
+        raise NmtkitError(f"--alignments: the ensemble's model {model.attention_from + 1} (--attention-model) reads "
+                          f"{stream} otherwise than the first (another vocabulary or length limit), so its attention "
+                          "is over other positions than the first's words; give --attention-model of a model that "
+                          "reads it as the first does", exit_code=2)
     return Aligner(stream, loaded.vocabs[stream], loaded.tgt_vocab)
 
 

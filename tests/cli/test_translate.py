@@ -594,6 +594,13 @@ def test_replace_unk_refuses_an_ensemble_reading_the_source_two_ways(unk_ckpt, t
     assert run(both, input="one two\n").stdout.count("\n") == 1  # an ensemble it is
     r = run([*both, "--replace-unk"], input="one two\n", ok=False)
     assert r.exit_code == 2 and "the ensemble's models read the source differently" in r.stderr
+    # (--alignments from the second model's attention read it over the first's words: links to other words)
+    assert run([*both, "--alignments", tmp_path / "one.al"], input="one two\n").stdout.count("\n") == 1
+    r = run([*both, "--alignments", tmp_path / "two.al", "--attention-model", 2], input="one two\n", ok=False)
+    assert r.exit_code == 2 and r.stderr.strip().splitlines()[-1] == (
+        "error: --alignments: the ensemble's model 2 (--attention-model) reads src otherwise than the first (another "
+        "vocabulary or length limit), so its attention is over other positions than the first's words; give "
+        "--attention-model of a model that reads it as the first does")
 
 
 def test_sampling_draws_one_output_a_line_the_same_for_a_seed(trained_ckpt, text_dir):
