@@ -1,6 +1,8 @@
 """nmtkit caption: image paths in, captions out, one line per input line."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from nmtkit.cli.decoding import CNN_WEIGHTS, decode, decoding_options
@@ -9,7 +11,20 @@ from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.errors import NmtkitError
 
 
-@click.command("caption", cls=Command)
+def listed_images(params: dict) -> list[tuple[str, str]]:
+    """The images a list file (``-i``, a file: a pipe is read once, by the captioning) names, as inputs that no
+    output may be (``-o`` naming one of them would replace that image by the captions)."""
+    from nmtkit.data.text import is_stream
+
+    path = params.get("input_path")
+    if not path or is_stream(path) or not Path(path).is_file():
+        return []
+    with open(path, "rb") as f:
+        return [(f"the image on line {n} of -i", line.strip().decode("utf-8", "replace"))
+                for n, line in enumerate(f, 1) if line.strip()]
+
+
+@click.command("caption", cls=Command, more_inputs=listed_images)
 @decoding_options
 @click.option("-i", "--input", "input_path", type=ReadFile(stdin=True), help="input file [default: stdin]")
 @CNN_WEIGHTS

@@ -46,6 +46,18 @@ def test_one_caption_per_line_with_empty_and_unreadable_images(captioner, tmp_pa
         assert abs(weights.sum(1) - 1).max() < 1e-5
 
 
+def test_an_output_naming_a_listed_image_is_refused_and_the_image_kept(captioner, tmp_path):
+    """(-o naming one of the images the -i list names replaced that image by the captions)"""
+    image = tmp_path / "photo.png"
+    shutil.copy((captioner / "corpus" / "test.images").read_text().split()[0], image)
+    (tmp_path / "list.txt").write_text(f"\n{image}\n")
+    before = image.read_bytes()
+    r = run(["caption", "-m", captioner / "run" / "best.pt", "-i", tmp_path / "list.txt", "-o", image], ok=False)
+    assert r.exit_code == 2 and r.stderr.strip() == (f"error: --output {image}: is the file of the image on line 2 of "
+                                                     "-i; write the output to another file")
+    assert image.read_bytes() == before
+
+
 def test_a_translation_s_length_limit_is_refused_for_a_captioner(captioner, tmp_path):
     """(validation ignored it: a caption ends at --max-caption-len)"""
     r = run(["train", "--data", captioner / "corpus", "--arch", "show-attend-tell", "--save-dir", tmp_path / "r",
