@@ -245,8 +245,9 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
         writer = open_attention(attention_out, arch=decoder.loaded.config["arch"], model=" + ".join(settings.models),
                                 input=name, inputs=list(decoder.loaded.model.inputs))
         try:
-            with open_output(output_path) as out, progress() as bar:
-                links = files.enter_context(open_output(alignments_path)) if alignments_path else None
+            with open_output(output_path) as out, progress() as bar, ExitStack() as aligned:
+                # (the alignments in place before the output, as the attention file: an output there has its own)
+                links = aligned.enter_context(open_output(alignments_path)) if alignments_path else None
                 task = bar.add_task(verbs[0], total=None, info="")
                 for result in decoder.translate(stream, writer, lambda k: bar.advance(task, k),
                                                 1 if interactive else chunk_size):

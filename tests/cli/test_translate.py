@@ -2,6 +2,7 @@
 (from two files or TAB-separated fields, post-editing output, their attention and perplexity)."""
 import json
 import math
+import os
 import re
 import shutil
 
@@ -782,3 +783,13 @@ def test_split_long_translates_a_long_line_in_pieces_and_loses_no_words(trained_
     assert out[1]["outputs"][0]["text"] == pieces[2] and "truncated" not in r.stderr
     r = run(["translate", "-m", trained_ckpt, "--split-long", "--alignments", "x"], input="one\n", ok=False)
     assert r.exit_code == 2 and "--split-long: a line's pieces are translated apart" in r.stderr
+
+
+def test_the_output_is_put_in_place_last_after_its_alignments_and_attention(trained_ckpt, text_dir, tmp_path,
+                                                                            monkeypatch):
+    """(the alignments were renamed after the output: a kill between the two left a new output beside old ones)"""
+    placed, replace = [], os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (placed.append(os.path.basename(b)), replace(a, b))[1])
+    run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "-o", tmp_path / "out.de", "--alignments",
+         tmp_path / "out.al", "--attention-out", tmp_path / "out.h5"])
+    assert sorted(placed) == ["out.al", "out.de", "out.h5"] and placed[-1] == "out.de"
