@@ -64,18 +64,12 @@ def register_model(name: str, options: Sequence[Option] = (), description: str =
     with its ``options`` (each a config key and ``--flag`` of ``train``) and what ``uses`` says of them."""
 
     def wrap(builder: Builder) -> Builder:
-        from nmtkit.train.options import TRAIN_OPTIONS
-
         if name in MODELS:
             raise ValueError(f"model {name!r} is registered already (by {MODELS[name].builder.__module__}); give "
                              "this one another name")
         names = [o.name for o in options]
         if len(set(names)) != len(names):
             raise ValueError(f"model {name!r} declares an option twice")
-        trainers = sorted(set(names) & {o.name for o in TRAIN_OPTIONS})
-        if trainers:
-            raise ValueError(f"model {name!r} declares --{trainers[0].replace('_', '-')}, an option of train itself; "
-                             "give the model's option another name")
         MODELS[name] = ModelSpec(name, builder, list(options), description, uses)
         return builder
 

@@ -511,3 +511,21 @@ def test_validation_pairs_too_long_to_validate_whole_are_warned_of(corpus_dir, t
              "--valid-max-sentences", 2])
     assert (f"warning: --data {corpus_dir}: {over} validation pair(s) with a side of more than 4 tokens: left out of "
             "the validation perplexity, and only their first 4 input tokens translated") in r.stderr
+
+
+def test_a_model_declaring_an_option_of_train_itself_is_refused(corpus_dir, tmp_path):
+    """(a plugin's --max-steps replaced train's default, and train --help listed the flag twice)"""
+    from nmtkit.config import POSITIVE, Option
+    from nmtkit.models import register_model
+    from nmtkit.models.registry import MODELS
+
+    register_model("clash", [Option("max_steps", 7, "", allows=POSITIVE)])(lambda config, meta, vocabs: None)
+    try:
+        for args in (["--help"], ["--data", corpus_dir, "--save-dir", tmp_path / "r"]):
+            r = run(["train", "--arch", "clash", *args], ok=False)
+            assert r.exit_code == 2 and r.stderr.strip() == (
+                "error: --arch clash: the model declares --max-steps, an option of train itself (tests.cli.test_train); "
+                "give the model's option another name")
+        assert not (tmp_path / "r").exists()
+    finally:
+        MODELS.pop("clash")
