@@ -238,7 +238,7 @@ class Translator:
                 n = self.opts.n_best  # n-best: N entries each
                 yield LineResult(index, [""] * n, [0.0] * n, [0.0] * n, [0] * n, [""] * n if self.aligner else None,
                                  not_finite=not_finite, unusable=pending.parts is None,
-                                 unmet=self._unused_guides(index, pending.parts[0]) if pending.parts else [])
+                                 unmet=self._unused_guides(index, pending.parts[0]) if pending.parts and not not_finite else [])
                 continue
             inputs = cast(list, pending.parts)[0]
             missing = self._check_constraints(index, inputs[CONSTRAINTS], nbest[0]) if CONSTRAINTS in inputs else []

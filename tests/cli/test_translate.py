@@ -770,6 +770,10 @@ def test_a_model_whose_scores_are_nan_gives_empty_lines_and_names_them(trained_c
     assert "<stdin>:1: the model's scores are not finite (NaN or infinite); writing an empty line" in r.stderr
     assert r.stderr.endswith("error: <stdin>: 2 line(s) whose scores the model gave as NaN or infinite (line 1, 3); "
                              "each got an empty output line\n")
+    (tmp_path / "p.de").write_text("eins\n\n\n")  # (a line that is not empty is not said to be: its prefix unused)
+    r = run(["translate", "-m", tmp_path / "nan.pt", "--prefix-file", tmp_path / "p.de"], input="forty-two\n\nseven\n",
+            ok=False)
+    assert r.exit_code == 1 and "the model's scores are not finite" in r.stderr and "translated as an empty one" not in r.stderr
 
 
 def test_split_long_translates_a_long_line_in_pieces_and_loses_no_words(trained_ckpt):
