@@ -123,7 +123,7 @@ class ArchCommand(Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         arch, self.explicit = chosen_arch(args)
         self.spec = get_spec(arch)
-        taken = [o.name for o in self.spec.options if o.name in {t.name for t in TRAIN_OPTIONS}]
+        taken = [o.name for o in self.spec.options if o.name in DEFAULTS]  # (DEFAULTS: train's own options)
         if taken:  # (a plugin's: its default would replace train's, and --help would list the flag twice)
             flag = "--" + taken[0].replace("_", "-")
             raise NmtkitError(f"--arch {arch}: the model declares {flag}, an option of train itself "
