@@ -127,7 +127,7 @@ def pack_linears(model: nn.Module, every: bool = False) -> nn.Module:
 def for_inference(model: nn.Module, precision: str, device: torch.device,
                   compiled: bool = False) -> tuple[nn.Module, Callable[[], ContextManager]]:
     """The model to decode with (``model`` itself, changed in place for fp32 on CPUs, or a quantised copy) and what
-    makes the context to run decoding in (once per run: autocast for bf16); ``compiled``: for a decoding step to
+    makes the context to run decoding in (entered while it computes: autocast for bf16); ``compiled``: for a decoding step to
     be compiled (every layer packed: see :class:`PackedLinear`)."""
     if precision == "fp32":
         ready = pack_linears(model, compiled) if device.type == "cpu" and packable() else model
