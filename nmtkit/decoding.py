@@ -362,8 +362,7 @@ class Decoder:
         for k, text in enumerate(texts):
             if not isinstance(text, str) and len(text) != fields:
                 raise NmtkitError(f"text.{k}: {len(text)} inputs; this model reads {fields}", exit_code=2)
-            # (a byte-order mark dropped from every text: the sources drop one from the first line alone)
-            line = tuple(without_bom(field, 1) for field in fields_of(_utf8(text, fields, f"text.{k}")))
+            line = tuple(without_bom(field) for field in fields_of(_utf8(text, fields, f"text.{k}")))
             for name, given, wanted in guides:
                 if wanted:
                     value = "" if given is None else given[k] if name == "prefix" else \

@@ -17,16 +17,17 @@ from nmtkit.progress import warn
 PathLike = Union[str, os.PathLike]
 
 
-def without_bom(raw: bytes, lineno: int) -> bytes:
-    """Line ``lineno`` (from 1) without the UTF-8 byte-order mark that may open a file or a stream."""
-    return raw[len(codecs.BOM_UTF8):] if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else raw
+def without_bom(raw: bytes) -> bytes:
+    """A line without the UTF-8 byte-order mark that may open it: the one opening a file or a stream, or that of a
+    file joined to another by ``cat`` (dropped as a Windows line ending's ``\\r`` is)."""
+    return raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
 
 
 def decode_line(raw: bytes, name: str, lineno: int) -> str:
-    """Decode line ``lineno`` (from 1) of UTF-8, without a leading byte-order mark, raising an error naming
+    """Decode line ``lineno`` (from 1) of UTF-8, without a byte-order mark opening it, raising an error naming
     ``name:lineno`` if it is invalid."""
     try:
-        return without_bom(raw, lineno).decode("utf-8")
+        return without_bom(raw).decode("utf-8")
     except UnicodeDecodeError as e:
         raise NmtkitError(f"{name}:{lineno}: invalid UTF-8 (byte {e.start + 1} of the line)") from None
 

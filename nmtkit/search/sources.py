@@ -67,9 +67,9 @@ def grid_labels(count: int) -> list[str]:
 
 
 def line_text(index: int, raw: bytes) -> str:
-    """Line ``index`` (from 0) as text: without its newline and a byte-order mark opening the input; raises
+    """Line ``index`` (from 0) as text: without its newline and a byte-order mark opening it; raises
     UnicodeDecodeError."""
-    return without_bom(strip_newline(raw), index + 1).decode("utf-8")
+    return without_bom(strip_newline(raw)).decode("utf-8")
 
 
 def reading_limit(model, max_input_len: Optional[int]) -> tuple[Optional[int], str]:

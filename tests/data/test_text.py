@@ -73,12 +73,13 @@ def test_check_parallel_returns_the_common_line_count(tmp_path):
     assert check_parallel(tmp_path / "a", tmp_path / "b", tmp_path / "c") == 3
 
 
-def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
+def test_a_byte_order_mark_opening_any_line_is_dropped_and_one_inside_a_line_kept(tmp_path):
     from nmtkit.data.text import decode_line, read_lines
 
-    (tmp_path / "bom").write_bytes(b"\xef\xbb\xbfa b\n\xef\xbb\xbfc\n")
-    assert read_lines(tmp_path / "bom") == ["a b", "\ufeffc"]
-    assert decode_line(b"\xef\xbb\xbfx", "f", 1) == "x" and decode_line(b"\xef\xbb\xbfx", "f", 2) == "\ufeffx"
+    # (two files joined by `cat`, each opening with a mark: the second one's opens line 2)
+    (tmp_path / "bom").write_bytes(b"\xef\xbb\xbfa b\n\xef\xbb\xbfc\nd\xef\xbb\xbf\n")
+    assert read_lines(tmp_path / "bom") == ["a b", "c", "d\ufeff"]
+    assert decode_line(b"\xef\xbb\xbfx", "f", 1) == "x" and decode_line(b"\xef\xbb\xbfx", "f", 2) == "x"
 
 
 def test_atomic_output_writes_through_a_link_and_keeps_the_permissions(tmp_path):

@@ -72,9 +72,11 @@ def test_a_reader_that_stops_reading_ends_translate_quietly(trained_ckpt, tmp_pa
 
 
 def test_byte_order_marks_are_dropped_by_preprocess_and_score(text_dir, tmp_path):
+    bom = b"\xef\xbb\xbf"
     for split in ("train", "valid"):
-        for lang in ("en", "de"):
-            (tmp_path / f"{split}.{lang}").write_bytes(b"\xef\xbb\xbf" + (text_dir / f"{split}.{lang}").read_bytes())
+        for lang in ("en", "de"):  # (each file two joined by `cat`, each half opening with a mark)
+            lines = (text_dir / f"{split}.{lang}").read_bytes().splitlines(keepends=True)
+            (tmp_path / f"{split}.{lang}").write_bytes(bom + b"".join(lines[:10]) + bom + b"".join(lines[10:]))
     run(["preprocess", "--train", tmp_path / "train", "--valid", tmp_path / "valid", "--src", "en", "--tgt", "de",
          "--vocab", "word:1000", "-o", tmp_path / "c"])
     assert "\ufeff" not in (tmp_path / "c" / "vocab.src.txt").read_text(encoding="utf-8")
