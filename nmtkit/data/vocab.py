@@ -50,8 +50,8 @@ class Vocab:
         raise NotImplementedError
 
     def word_index(self, ids: Sequence[int]) -> list[int]:
-        """The word (from 0, as the detokenised text splits at spaces) that each token belongs to: each token is a
-        word of its own (word vocabularies; subword vocabularies override this)."""
+        """The word (from 0, as the detokenised text splits at spaces) that each token belongs to, -1 for a token of
+        no word: each token is a word of its own (word vocabularies; subword vocabularies override this)."""
         return list(range(len(ids)))
 
     def input_word_index(self, ids: Sequence[int]) -> list[int]:
@@ -181,8 +181,10 @@ class SentencePieceVocab(Vocab):
 
     def word_index(self, ids: Sequence[int]) -> list[int]:
         """The word of each piece as decoding splits the text (``<unk>`` is a word of its own, as decoding writes
-        it); a lone ``▁`` goes with the word it opens."""
-        index = [max(0, len(self.decode(ids[:k + 1]).split()) - 1) for k in range(len(ids))]
+        it); a lone ``▁`` goes with the word it opens; -1 for each piece of an output that decodes to no word at all
+        (lone ``▁`` pieces alone)."""
+        words = len(self.decode(ids).split())
+        index = [max(0, len(self.decode(ids[:k + 1]).split()) - 1) if words else -1 for k in range(len(ids))]
         pieces = self.id_to_token(ids)
         for k in range(len(ids) - 2, -1, -1):
             if pieces[k] == "\u2581":

@@ -21,11 +21,12 @@ from nmtkit.search.sources import Inputs
 def attention_links(weights: np.ndarray, src_words: Sequence[int], tgt_words: Sequence[int]) -> list[tuple[int, int]]:
     """The word links of attention ``weights [target tokens (+ </s>), source positions]``: each target token's most
     attended source token among the first ``len(src_words)`` (the real tokens), as ``(source word, target word)``
-    pairs by :meth:`~nmtkit.data.vocab.Vocab.word_index`, each once, sorted."""
+    pairs by :meth:`~nmtkit.data.vocab.Vocab.word_index`, each once, sorted; a target token of no word (-1) has
+    none."""
     if not len(src_words) or not len(tgt_words):
         return []
     best = weights[:len(tgt_words), :len(src_words)].argmax(1)
-    return sorted({(src_words[j], tgt_words[t]) for t, j in enumerate(best)})
+    return sorted({(src_words[j], tgt_words[t]) for t, j in enumerate(best) if tgt_words[t] >= 0})
 
 
 def moses(links: Sequence[tuple[int, int]]) -> str:

@@ -95,6 +95,17 @@ def test_word_index_joins_subwords_as_the_detokenised_text_splits_at_spaces(tmp_
     assert WordVocab(["a", "b"]).word_index([4, 5, 1]) == [0, 1, 2] and v.word_index([]) == []
 
 
+def test_pieces_of_an_output_that_decodes_to_no_word_belong_to_none(tmp_path):
+    """(an output of lone "▁" pieces decodes to "": its pieces were given word 0, and --alignments linked a word
+    that the output line does not have)"""
+    (tmp_path / "t.txt").write_text("\n".join(TEXT) + "\n")
+    v = SentencePieceVocab.train([tmp_path / "t.txt"], 30)
+    space = next(i for i in range(4, len(v)) if v.id_to_token([i]) == ["\u2581"])
+    assert v.decode([space] * 3) == "" and v.word_index([space] * 3) == [-1, -1, -1]
+    cat = v.encode("cat")
+    assert v.word_index([space, *cat, space]) == [0] * (len(cat) + 2)  # (one word: "cat")
+
+
 def test_an_inputs_words_are_those_its_text_splits_into_at_spaces(tmp_path):
     """(an input's words were counted on its decoded text, where each unknown character is a word " ⁇ " of its own:
     alignments linked source words past the input's)"""

@@ -20,6 +20,8 @@ def test_each_target_token_links_its_most_attended_source_word_once():
     links = attention_links(weights, src_words=[0, 1, 1], tgt_words=[0, 1, 1, 2])
     assert links == [(0, 0), (0, 2), (1, 1)] and moses(links) == "0-0 0-2 1-1"
     assert attention_links(weights, [0, 1, 2], []) == [] and moses([]) == ""
+    assert attention_links(weights, [0, 1, 1], [-1, -1, -1, -1]) == []  # (tokens of no word: an empty output)
+    assert attention_links(weights, [0, 1, 1], [0, -1, 0, -1]) == [(0, 0), (1, 0)]
 
 
 def test_subwords_on_both_sides_are_joined_into_the_words_they_make():
