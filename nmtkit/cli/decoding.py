@@ -44,9 +44,9 @@ DECODING_OPTIONS = [
     click.option("-b", "--beam", "beam", type=setting("beam"), default=5, show_default=True, help="beam size"),
     click.option("--greedy", is_flag=True, help="greedy decoding (same as --beam 1)"),
     click.option("--n-best", type=setting("n_best"), default=1, show_default=True,
-                 help="write the K best: 'LINE ||| TEXT ||| SCORE ||| logprob=L confidence=C' lines"),
+                 help="write the K best: 'LINE ||| TEXT ||| logprob= L confidence= C ||| SCORE' lines (Moses')"),
     click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-                 help="text: one translation a line (--n-best: 'LINE ||| TEXT ||| SCORE ||| FEATURES' lines); json: "
+                 help="text: one translation a line (--n-best: 'LINE ||| TEXT ||| FEATURES ||| SCORE' lines); json: "
                       "one JSON object a line, the line's n-best outputs with their scores and confidence"),
     click.option("--length-penalty", type=setting("length_penalty"), default=1.0, show_default=True,
                  help="rank finished hypotheses by log-prob / length^alpha (0: raw log-prob)"),
@@ -161,10 +161,10 @@ def parse_weights(text: Optional[str]) -> Optional[list[float]]:
 
 def formatted(result: LineResult, n_best: int, output_format: str = "text", name: str = "<stdin>") -> str:
     """What ``translate`` writes for one input line: its best output's text (and a newline); with ``n_best`` above
-    1, one ``INDEX ||| TEXT ||| SCORE ||| logprob=L confidence=C`` line per output (SCORE ranks them, L is the
-    log-probability, C its mean per token), and `` ||| ALIGNMENT`` after them where the result has alignments (as
-    Moses puts them; a warning naming line ``name``:N where a text holds ``|||``); or, in ``json``, one object
-    with the outputs and their numbers."""
+    1, one ``INDEX ||| TEXT ||| logprob= L confidence= C ||| SCORE`` line per output, the fields of Moses' n-best
+    lists (named features, then the score that ranks them; L is the log-probability, C its mean per token), and
+    `` ||| ALIGNMENT`` after them where the result has alignments (as Moses puts them; a warning naming line
+    ``name``:N where a text holds ``|||``); or, in ``json``, one object with the outputs and their numbers."""
     if output_format == "json":
         line = {"index": result.index, "outputs": result.outputs(), **result.flags()}
         return json.dumps(line, ensure_ascii=False) + "\n"
@@ -176,7 +176,7 @@ def formatted(result: LineResult, n_best: int, output_format: str = "text", name
         warn(f"{name}:{result.index + 1}: an output holds '|||', which its n-best lines also separate fields with: "
              "--output-format json keeps it apart")
     links = [f" ||| {alignment}" for alignment in result.alignments] if result.alignments else [""] * len(result.texts)
-    return "".join(f"{result.index} ||| {text} ||| {score:.4f} ||| logprob={logprob:.4f} confidence={confidence:.4f}"
+    return "".join(f"{result.index} ||| {text} ||| logprob= {logprob:.4f} confidence= {confidence:.4f} ||| {score:.4f}"
                    f"{link}\n" for text, score, logprob, confidence, link in
                    zip(result.texts, result.scores, result.logprobs, result.confidence, links))
 

@@ -10,10 +10,10 @@ from nmtkit.search.translator import LineResult
 
 def test_n_best_lines_end_with_each_outputs_alignment_where_there_are_alignments():
     result = LineResult(3, ["a b", ""], [-1.0, 0.0], [-2.0, 0.0], [3, 0], alignments=["0-0 1-1", ""])
-    assert formatted(result, 2) == ("3 ||| a b ||| -1.0000 ||| logprob=-2.0000 confidence=-0.6667 ||| 0-0 1-1\n"
-                                    "3 |||  ||| 0.0000 ||| logprob=0.0000 confidence=0.0000 ||| \n")  # (5 fields each)
-    result.alignments = None
-    assert formatted(result, 2).splitlines()[0] == "3 ||| a b ||| -1.0000 ||| logprob=-2.0000 confidence=-0.6667"
+    assert formatted(result, 2) == ("3 ||| a b ||| logprob= -2.0000 confidence= -0.6667 ||| -1.0000 ||| 0-0 1-1\n"
+                                    "3 |||  ||| logprob= 0.0000 confidence= 0.0000 ||| 0.0000 ||| \n")  # (5 fields each)
+    result.alignments = None  # (Moses' fields: the index, the text, features named "name= ", the score)
+    assert formatted(result, 2).splitlines()[0] == "3 ||| a b ||| logprob= -2.0000 confidence= -0.6667 ||| -1.0000"
     assert formatted(result, 1) == "a b\n"
 
 

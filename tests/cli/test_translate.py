@@ -33,11 +33,14 @@ def test_greedy_equals_beam_one_and_files(trained_ckpt, text_dir, tmp_path):
 
 
 def n_best_rows(text: str) -> list[tuple[int, str, float, dict[str, float]]]:
-    """``--n-best`` lines: index, text, score and the named features."""
+    """``--n-best`` lines: index, text, score and the named features (Moses' fields: index, text, the features as
+    ``name= value``, the score)."""
     rows = []
     for line in text.splitlines():
-        index, output, score, features = line.split(" ||| ")
-        named = dict(feature.split("=") for feature in features.split())
+        index, output, features, score = line.split(" ||| ")
+        named = dict(zip(features.split()[0::2], features.split()[1::2]))
+        assert all(name.endswith("=") for name in named), line
+        named = {name[:-1]: value for name, value in named.items()}
         rows.append((int(index), output, float(score), {k: float(v) for k, v in named.items()}))
     return rows
 
@@ -165,7 +168,7 @@ def test_an_ensemble_of_two_copies_translates_as_one_model(trained_ckpt, text_di
                "-i", text_dir / "test.en"]).stdout
     rows = [[line.split(" ||| ") for line in out.splitlines()] for out in (one, two)]
     assert [r[:2] for r in rows[0]] == [r[:2] for r in rows[1]] and len(rows[0]) == 60
-    assert [float(r[2]) for r in rows[0]] == pytest.approx([float(r[2]) for r in rows[1]], abs=2e-4)
+    assert [float(r[3]) for r in rows[0]] == pytest.approx([float(r[3]) for r in rows[1]], abs=2e-4)
 
 
 def test_an_ensemble_of_two_models_writes_the_chosen_ones_attention(corpus_dir, trained_ckpt, tmp_path):

@@ -74,6 +74,6 @@ def test_reserved_symbols_in_an_input_line_are_read_as_unknown_words(trained_ckp
     out = run(["translate", "-m", trained_ckpt, "--beam", 2, "--n-best", 2], input="\n".join(lines) + "\n").stdout
     by_line: dict[int, list[str]] = {}
     for row in out.splitlines():
-        index, text, score, _ = row.split(" ||| ")
+        index, text, _, score = row.split(" ||| ")
         by_line.setdefault(int(index), []).append(f"{text} {score}")
     assert by_line[0] == by_line[1] == by_line[3] and by_line[2] == by_line[4]

@@ -60,7 +60,7 @@ def test_translate_compile_finds_the_outputs_of_translate(trained_ckpt):
     for want, got in zip(plain.splitlines(), compiled.splitlines()):
         want_fields, got_fields = want.split(" ||| "), got.split(" ||| ")
         assert got_fields[:2] == want_fields[:2]  # the line and its output
-        assert float(got_fields[2]) == pytest.approx(float(want_fields[2]), abs=2e-4)  # its score, to rounding
+        assert float(got_fields[3]) == pytest.approx(float(want_fields[3]), abs=2e-4)  # its score, to rounding
 
 
 def test_a_server_decoder_compiles_before_its_first_lines(graphs, trained_ckpt, monkeypatch):
