@@ -91,6 +91,8 @@ def text_inputs(settings: "DecodeSettings", name: str) -> "SourceMaker":
               help="characters per request at most, in its lines, prefixes and constraints (more: 413)")
 @click.option("--max-constraints", type=Checked(int, POSITIVE), default=32, show_default=True,
               help="constraint phrases per line at most (more: 413)")
+@click.option("--read-timeout", type=Checked(float, Range(0.1, 3600)), default=30.0, show_default=True,
+              help="seconds a request's body may take to arrive whole after its headers (later: 408)")
 @DEVICE_OPTION
 @PRECISION
 @click.option("--threads", type=setting("threads"), default=0, show_default=True,
@@ -100,7 +102,8 @@ def text_inputs(settings: "DecodeSettings", name: str) -> "SourceMaker":
               help="decoding processes, each with its own copy of the models, decoding a batch each at once "
                    "(docs/serve.md: when it pays)")
 def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_input_len, max_batch, max_wait_ms,
-            continuous, queue_size, max_lines, max_chars, max_constraints, device, precision, threads, compile, workers):
+            continuous, queue_size, max_lines, max_chars, max_constraints, read_timeout, device, precision, threads,
+            compile, workers):
     """Serve models over HTTP: POST /translate, GET /health, GET /models, a page to try them at /, the API's
     documentation at /docs.
 
@@ -144,7 +147,8 @@ def command(specs, host, port, beam, length_penalty, max_len_a, max_len_b, max_i
         log(f"{workers} decoding processes of {threads} thread(s) each"
             f"{', each compiling its decoding step (torch.compile) before it takes batches' if compile else ''}")
     try:
-        limits = Limits(max_lines, max_chars, max_constraints, queue_size, max_batch, max_wait_ms, continuous)
+        limits = Limits(max_lines, max_chars, max_constraints, queue_size, max_batch, max_wait_ms, continuous,
+                        read_timeout)
         serve(make_app(decoders, limits, worker_thread=False, pool=pool), host, port)
     finally:
         if pool:

@@ -3,11 +3,14 @@ documentation at ``/docs`` and a page to try the models at ``/``.
 
 Every request's lines go through one :class:`~nmtkit.serve.batcher.Batcher`, so that requests arriving together
 are decoded together. Errors are JSON ``{"error": "one line"}``: 400 for a body that is not JSON, 422 for a field
-that is wrong (named), 413 for too many lines or characters, 503 when the queue is full (with ``Retry-After``).
+that is wrong (named), 413 for too many lines or characters, 408 for a body that does not arrive in time, 503 when
+the queue is full or the server is stopping (with ``Retry-After``); the log says each error's line.
 """
 from __future__ import annotations
 
 import asyncio
+import copy
+import logging
 import os
 import signal
 import socket
@@ -48,6 +51,7 @@ class Limits:
     max_batch: int = 32
     max_wait_ms: float = 5.0
     continuous: bool = False
+    read_timeout: float = 30.0  #: seconds a request's body may take to arrive whole, from its headers
 
 
 class TranslateRequest(BaseModel):
@@ -107,6 +111,7 @@ ANSWERS: dict[Union[int, str], dict] = {
     200: {"model": TranslateAnswer, "description": "the translations"},
     **{status: {"model": ErrorAnswer, "description": what} for status, what in (
         (400, "the body is not JSON in UTF-8"),
+        (408, "the body did not arrive whole in time (--read-timeout)"),
         (413, "too many lines, characters or constraints, or a body too large"),
         (422, "a field is wrong (named), or the body is not a JSON object"),
         (500, "decoding failed"),
@@ -119,6 +124,8 @@ LINE_KINDS = ("str", "list[str]")
 
 
 def error(status: int, message: str, **headers: str) -> JSONResponse:
+    """The JSON answer ``{"error": message}``, said in the log too (the access log's line names the request)."""
+    logging.getLogger("uvicorn.error").info("answering %d: %s", status, message)
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
@@ -141,10 +148,12 @@ def flattened(*fields: Sequence[Union[str, Sequence[str]]]) -> list[str]:
 
 class BodyLimit:
     """ASGI middleware: a request body of more than ``most`` bytes gets 413, as its ``Content-Length`` says or, for
-    a body sent in chunks, as it arrives (read whole here, then handed on)."""
+    a body sent in chunks, as it arrives (read whole here, then handed on); one that has not arrived whole
+    ``timeout`` seconds after its headers gets 408, and one still arriving when ``stopping`` is set 503 (a client
+    that stalls would hold its connection, and a stopping server, for ever)."""
 
-    def __init__(self, app, most: int):
-        self.app, self.most = app, most
+    def __init__(self, app, most: int, timeout: float, stopping: threading.Event):
+        self.app, self.most, self.timeout, self.stopping = app, most, timeout, stopping
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -153,9 +162,14 @@ class BodyLimit:
         if length.isdigit() and int(length) > self.most:
             return await self._refuse(f"a body of {int(length)} bytes; at most {self.most} are accepted", scope,
                                       receive, send)
-        chunks, size, message = [], 0, {"more_body": True}
+        chunks: list[bytes] = []
+        size, message = 0, cast(dict, {"more_body": True})
+        deadline = asyncio.get_running_loop().time() + self.timeout
         while message.get("more_body"):
-            message = await receive()
+            late = await self._arrival(receive, deadline)
+            if isinstance(late, JSONResponse):
+                return await late(scope, receive, send)
+            message = late
             if message["type"] != "http.request":  # (the client went: the application hears it too)
                 break
             chunks.append(message.get("body", b""))
@@ -170,6 +184,21 @@ class BodyLimit:
             return pending.pop() if pending else await receive()
 
         await self.app(scope, replay, send)
+
+    async def _arrival(self, receive, deadline: float) -> Union[dict, JSONResponse]:
+        """The body's next message, or the answer to give where it does not come before ``deadline`` or the server
+        stops (looked at every tenth of a second: a signal sets ``stopping`` from another thread)."""
+        loop, message = asyncio.get_running_loop(), asyncio.ensure_future(receive())
+        while not message.done():
+            if self.stopping.is_set() or loop.time() >= deadline:
+                message.cancel()
+                if self.stopping.is_set():
+                    return error(503, "the server is stopping and the body had not arrived whole; try again",
+                                 **{"Retry-After": "1", "Connection": "close"})
+                return error(408, f"the body did not arrive whole within {self.timeout:g} s of the request's "
+                                  "headers", Connection="close")
+            await asyncio.wait({message}, timeout=min(0.1, deadline - loop.time()))
+        return message.result()
 
     @staticmethod
     async def _refuse(message: str, scope, receive, send) -> None:
@@ -205,6 +234,7 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     app = FastAPI(title="nmtkit", summary="Neural machine translation with attention", version=__version__,
                   lifespan=lifespan)
     app.state.batcher = batcher
+    app.state.stopping = threading.Event()  # (set by a signal: bodies still arriving are not waited for)
     app.state.unanswered = 0  # requests given no translation at a second signal (dropped, or cut off while decoded)
 
     @app.exception_handler(RequestValidationError)
@@ -224,11 +254,12 @@ def make_app(decoders: dict[str, Decoder], limits: Limits = Limits(), worker_thr
     async def refused(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = {404: f"no {request.url.path} here; see /docs", 405: f"{request.method} is not for "
                    f"{request.url.path}; see /docs"}.get(exc.status_code, str(exc.detail))
-        if exc.status_code == 400 and "parsing the body" in str(exc.detail):  # (FastAPI's word for bytes not UTF-8)
-            message = "the body is not JSON in UTF-8"
+        if exc.status_code == 400 and "parsing the body" in str(exc.detail):  # (FastAPI's word for what json
+            message = "the body cannot be read as JSON (not UTF-8, or nested too deep)"  # cannot decode or parse)
         return error(exc.status_code, message, **(exc.headers or {}))
 
-    app.add_middleware(BodyLimit, most=4 * limits.max_chars + 65_536)  # (UTF-8 and JSON's quoting of max_chars)
+    app.add_middleware(BodyLimit, most=4 * limits.max_chars + 65_536,  # (UTF-8 and JSON's quoting of max_chars)
+                       timeout=limits.read_timeout, stopping=app.state.stopping)
 
     @app.get("/health")
     async def health() -> dict:
@@ -330,7 +361,9 @@ def serve(app: FastAPI, host: str, port: int) -> None:
     says when the server could not start."""
     # (no lifespan: the worker is this thread, stopped below; and a forced stop cancelled the lifespan's task, which
     # uvicorn then logged as a traceback)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info",
+    logs = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    logs["handlers"]["access"]["stream"] = "ext://sys.stderr"  # (logs go to stderr, as every command's)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=logs,
                                            timeout_graceful_shutdown=None, lifespan="off"))
     batcher = app.state.batcher
 
@@ -343,6 +376,7 @@ def serve(app: FastAPI, host: str, port: int) -> None:
             batcher.stop(0)
 
     def stop(signum, frame) -> None:  # (a second signal: stop without waiting for the requests in flight)
+        app.state.stopping.set()
         if server.should_exit:
             batcher.cancel()  # (at once: not one more batch taken, whose answer would find no event loop)
         server.force_exit = server.should_exit

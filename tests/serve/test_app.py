@@ -172,7 +172,38 @@ def test_a_body_that_is_not_json_or_too_big_is_refused_before_decoding(url):
     r = httpx.post(f"{url}/translate", content=chunks, headers={"content-type": "application/json"})
     assert r.status_code == 200 and len(r.json()["translations"]) == 1
     r = httpx.post(f"{url}/translate", content=b'{"text": ["\xff"]}', headers={"content-type": "application/json"})
-    assert r.status_code == 400 and r.json() == {"error": "the body is not JSON in UTF-8"}
+    assert r.status_code == 400 and r.json() == {"error": "the body cannot be read as JSON (not UTF-8, or nested "
+                                                          "too deep)"}
+    r = httpx.post(f"{url}/translate", content=b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "nested too deep" in r.json()["error"]
+
+
+def stalled_upload(port: int) -> socket.socket:
+    """A connection that sent a request's headers and part of its body, then nothing more."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    client.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100\r\n\r\n{\"text\"")
+    return client
+
+
+def answer_of(client: socket.socket) -> tuple[int, dict]:
+    """The status and JSON body of the response a connection gets (the server closing it after)."""
+    received = b""
+    while chunk := client.recv(65536):
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_a_body_that_does_not_arrive_whole_in_time_gets_408(decoder):
+    """(a client that stalled mid-body held its connection for ever)"""
+    with served({"tiny": decoder}, Limits(read_timeout=0.5)) as (address, _):
+        with stalled_upload(int(address.rsplit(":", 1)[1])) as client:
+            status, body = answer_of(client)
+        assert status == 408 and body == {"error": "the body did not arrive whole within 0.5 s of the request's "
+                                                   "headers"}
+        assert httpx.post(f"{address}/translate", json={"text": ["one"]}).status_code == 200
 
 
 def test_unknown_paths_and_methods_are_json_errors(url):
@@ -198,7 +229,7 @@ def test_health_models_page_and_api_docs(url):
     assert httpx.get(f"{url}/docs").status_code == 200
     spec = httpx.get(f"{url}/openapi.json").json()
     answers = spec["paths"]["/translate"]["post"]["responses"]
-    assert sorted(answers) == ["200", "400", "413", "422", "500", "503"]
+    assert sorted(answers) == ["200", "400", "408", "413", "422", "500", "503"]
     assert answers["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorAnswer")
     assert spec["components"]["schemas"]["ErrorAnswer"]["required"] == ["error"]
 
@@ -373,6 +404,34 @@ def test_a_second_signal_stops_at_once_and_counts_the_requests_dropped(decoder, 
     assert not asker.is_alive() and app.state.batcher.finished.is_set()
     assert answers and all(a.status_code == 503 and "error" in a.json() for a in answers), [a.text for a in answers]
     assert "Traceback" not in capfd.readouterr().err  # (uvicorn's log)
+
+
+def test_a_signal_answers_a_stalled_upload_503_and_serve_returns(decoder, capfd):
+    """(a client that sent half a body kept the server from stopping for as long as it kept its connection open;
+    and uvicorn wrote its access log on stdout)"""
+    app = make_app({"tiny": decoder}, Limits(), worker_thread=False)  # (the body's time limit: 30 s)
+    port, answers = free_port(), []
+
+    def client() -> None:
+        while True:
+            try:
+                answers.append(httpx.post(f"http://127.0.0.1:{port}/translate", json={"text": []}))
+                break
+            except httpx.TransportError:
+                threading.Event().wait(0.05)
+        with stalled_upload(port) as stalled:
+            threading.Event().wait(0.3)
+            os.kill(os.getpid(), signal.SIGTERM)
+            answers.append(answer_of(stalled))
+
+    asker = threading.Thread(target=client)
+    asker.start()
+    serve(app, "127.0.0.1", port)  # (returns once the stalled upload is answered)
+    asker.join(30)
+    assert answers[1] == (503, {"error": "the server is stopping and the body had not arrived whole; try again"})
+    out, err = capfd.readouterr()
+    assert '"POST /translate HTTP/1.1" 200' in err and "POST" not in out  # (logs go to stderr)
+    assert "answering 503: the server is stopping" in err and "Traceback" not in err
 
 
 def test_serve_names_the_address_it_cannot_listen_on(decoder):
