@@ -106,15 +106,22 @@ class WordVocab(Vocab):
     @classmethod
     def load(cls, path: PathLike) -> "WordVocab":
         """Read one token per line; a ``token<TAB>count`` line keeps the token only. A line of more than one word
-        (a text file given for a word list) or a token listed twice is a one-line error naming the line."""
+        (a text file given for a word list), a count that is not a whole number (SentencePiece's ``.vocab``, whose
+        pieces have log-probabilities: its ``.model`` is the vocabulary) or a token listed twice is a one-line error
+        naming the line."""
         first: dict[str, int] = {}
         for lineno, line in enumerate(iter_lines(check_readable(path)), 1):
             if not line.strip():
                 continue
-            token = line.split("\t")[0].strip()
+            token, _, count = (field.strip() for field in line.partition("\t"))
             if not token or any(c.isspace() for c in token):
                 raise NmtkitError(f"{path}:{lineno}: {token!r} is not one word; a word list holds one a line (WORD, or "
                                   "WORD<TAB>COUNT)")
+            if count and not count.isdigit():
+                spm = f"; a SentencePiece .vocab (pieces and log-probabilities)? give its model, " \
+                      f"{Path(path).with_suffix('.model')}" if count.startswith("-") else ""
+                raise NmtkitError(f"{path}:{lineno}: {count!r} is not a count; a word list holds WORD or WORD<TAB>COUNT "
+                                  f"a line{spm}")
             if token in first:
                 raise NmtkitError(f"{path}:{lineno}: {token!r} is listed again (first on line {first[token]})")
             first[token] = lineno

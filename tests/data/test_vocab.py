@@ -45,12 +45,23 @@ def test_word_list_without_specials_gets_them(tmp_path):
     ("hello\n\tworld\n", "v.txt:2: '' is not one word"),
     ("hello\nworld\t5\nhello\t2\n", "v.txt:3: 'hello' is listed again (first on line 1)"),
     ("\n  \n\n", "v.txt: no word in it"),  # (taken as a list of the specials alone: every word <unk>)
+    ("hello\t10\nworld\tmany\n", "v.txt:2: 'many' is not a count; a word list holds WORD or WORD<TAB>COUNT a line"),
 ])
 def test_a_word_list_of_lines_that_are_not_one_word_each_or_repeat_one_is_refused(tmp_path, text, message):
     (tmp_path / "v.txt").write_text(text)
     with pytest.raises(NmtkitError) as e:
         load_vocab(tmp_path / "v.txt")
     assert str(e.value).startswith(f"{tmp_path / message}")
+
+
+def test_a_sentencepiece_vocab_file_given_for_a_word_list_is_refused_naming_its_model(tmp_path):
+    """(read as a word list, spm_train's .vocab made a vocabulary of pieces with most of a text's words <unk>)"""
+    (tmp_path / "spm.vocab").write_text("<unk>\t0\n<s>\t0\n</s>\t0\n\u2581the\t-3.25\n\u2581cat\t-4.5\n")
+    with pytest.raises(NmtkitError) as e:
+        load_vocab(tmp_path / "spm.vocab")
+    assert str(e.value) == (f"{tmp_path / 'spm.vocab'}:4: '-3.25' is not a count; a word list holds WORD or "
+                            f"WORD<TAB>COUNT a line; a SentencePiece .vocab (pieces and log-probabilities)? give its "
+                            f"model, {tmp_path / 'spm.model'}")
 
 
 def test_sentencepiece_train_encode_decode(tmp_path):
