@@ -31,12 +31,14 @@ def test_the_exported_model_translates_as_nmtkit_does(corpus_dir, text_dir, tmp_
     src, tgt = loaded.text_vocab("src"), loaded.tgt_vocab
     lines = (text_dir / "test.en").read_text().splitlines()[:20]
     ids = [src.encode(line) for line in lines]
-    opts = SearchOptions(beam_size=1, max_len_a=0, max_len_b=40)
-    ours = [hyps[0].tokens for hyps in translate_ids(loaded.model, ids, opts, torch.device("cpu"))]
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu")
-    results = translator.translate_batch([src.id_to_token(x) for x in ids], beam_size=1, max_decoding_length=41)
-    theirs = [tgt.encode(" ".join(r.hypotheses[0])) for r in results]
-    assert theirs == ours and any(ours)
+    for limit in (40, 3):  # (as docs/export.md says to call it: the same length limit, empty outputs allowed)
+        opts = SearchOptions(beam_size=1, max_len_a=0, max_len_b=limit)
+        ours = [hyps[0].tokens for hyps in translate_ids(loaded.model, ids, opts, torch.device("cpu"))]
+        results = translator.translate_batch([src.id_to_token(x) for x in ids], beam_size=1, min_decoding_length=0,
+                                             max_decoding_length=limit)
+        theirs = [tgt.encode(" ".join(r.hypotheses[0])) for r in results]
+        assert theirs == ours and any(ours) and any(len(o) == limit for o in ours) == (limit == 3)
     run(["export", "-m", save / "last.pt", "-o", tmp_path / "ct2", "--quantization", "int8", "--force"])
     int8 = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu").translate_batch([src.id_to_token(ids[0])])
     assert int8[0].hypotheses[0]
