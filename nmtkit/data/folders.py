@@ -8,11 +8,9 @@ Corpus folders written before markers are recognised by their manifest's list of
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
-import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Iterable, Iterator, Optional
 
 from nmtkit import __version__
 from nmtkit.data.manifest import MANIFEST, read_manifest
+from nmtkit.data.temporaries import prefix_for, remove_stale
 from nmtkit.data.text import PathLike, check_writable
 from nmtkit.errors import DiskFull, NmtkitError, writing
 from nmtkit.progress import log
@@ -104,44 +103,6 @@ def _write_marker(folder: Path, what: str) -> None:
     (folder / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
-def host() -> str:
-    """This machine's name, as a temporary folder's name holds it (without dots)."""
-    return socket.gethostname().replace(".", "_")
-
-
-def writer() -> str:
-    """What names the process writing a temporary folder: its pid on this machine (``PID-HOST``)."""
-    return f"{os.getpid()}-{host()}"
-
-
-def remove_stale_folders(path: Path) -> int:
-    """Remove the temporary folders that :func:`atomic_folder` made beside ``path`` for a process of this machine no
-    longer running (killed: the name holds its pid and host); the count. Those of a live process (another run
-    writing the same folder), of another machine or container sharing the folder, and the ``.old`` copy of a folder
-    being replaced (the only one left where a kill came between the two renames) stay."""
-    stale, here = 0, host()
-    for folder in path.parent.glob(f".{glob.escape(path.name)}.*.*.tmp"):
-        owner, letters, _ = folder.name[len(path.name) + 2:].split(".", 2)  # (mkdtemp's 8 letters)
-        pid, _, where = owner.partition("-")
-        ours = pid.isdigit() and where == here and len(letters) == 8 and folder.name.count(".") == \
-            path.name.count(".") + 4
-        if ours and folder.is_dir() and not running(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-            stale += 1
-    return stale
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs (on this machine)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # (another user's)
-        return True
-    return True
-
-
 @contextmanager
 def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str = "-o",
                   replace_option: Optional[str] = "--overwrite", inputs: Iterable[PathLike] = ()) -> Iterator[Path]:
@@ -154,10 +115,10 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
     check_output_folder(given, what, replace, option, replace_option, inputs)
     path = Path(os.path.realpath(given))
     path.parent.mkdir(parents=True, exist_ok=True)
-    stale = remove_stale_folders(path)
+    stale = remove_stale(path)
     if stale:
         log(f"removed {stale} temporary folder(s) that a killed run left beside {given}")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{writer()}.", suffix=".tmp", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix_for(path), suffix=".tmp", dir=path.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's folder is private
@@ -170,7 +131,7 @@ def atomic_folder(path: PathLike, what: str, replace: bool = False, option: str 
             raise DiskFull(f"the {what} {given}") from None
         check_output_folder(given, what, replace, option, replace_option, inputs)
         if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.{writer()}.", suffix=".old", dir=path.parent))
+            old = Path(tempfile.mkdtemp(prefix=prefix_for(path), suffix=".old", dir=path.parent))
             os.replace(path, old / path.name)
             os.replace(tmp, path)
             shutil.rmtree(old)

@@ -11,8 +11,9 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Union, cast
 
+from nmtkit.data.temporaries import prefix_for, remove_stale
 from nmtkit.errors import NmtkitError, is_disk_full, writing
-from nmtkit.progress import warn
+from nmtkit.progress import log, warn
 
 PathLike = Union[str, os.PathLike]
 
@@ -179,13 +180,17 @@ def check_writable(target: PathLike, option: str, inside: bool = False) -> None:
 
 
 def temp_file_beside(path: Path) -> str:
-    """Create an empty temporary file next to ``path`` (same folder, so a rename is atomic).
+    """Create an empty temporary file next to ``path`` (same folder, so a rename is atomic), named after this
+    process (:mod:`nmtkit.data.temporaries`), first removing those that a killed process left for ``path``.
 
     Its permissions follow the umask like any new file (mkstemp's default is owner-only).
     """
     check_no_file_above(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    stale = remove_stale(path)
+    if stale:
+        log(f"removed {stale} temporary file(s) that a killed run left beside {path}")
+    fd, tmp = tempfile.mkstemp(prefix=prefix_for(path), suffix=".tmp", dir=path.parent)
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)

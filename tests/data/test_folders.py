@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from nmtkit.data.folders import atomic_folder, check_output_folder, writer
+from nmtkit.data.folders import atomic_folder, check_output_folder
+from nmtkit.data.temporaries import writer
 from nmtkit.errors import NmtkitError
 
 
