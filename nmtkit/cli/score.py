@@ -106,7 +106,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     from nmtkit.data.batching import make_batch
     from nmtkit.data.images import FEATURE_SUFFIXES, load_features
     from nmtkit.data.text import check_parallel, count_lines, read_lines
-    from nmtkit.device import pick_device
+    from nmtkit.device import is_out_of_memory, pick_device
     from nmtkit.inference import load_model
     from nmtkit.metrics.perplexity import corpus_nll, perplexity
     from nmtkit.search.sources import (
@@ -134,7 +134,7 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
     lines = zip(*([line.encode() for line in read_lines(p)] for p in texts)) if texts else rows.lines()
     form, fields_of = loaded.output_form, {s: k for k, s in enumerate(sources.fields)}
     images = set(feature_inputs(loaded))
-    pairs, waiting = [], []
+    pairs, line_of, waiting = [], [], []
     for n, (fields, refs) in enumerate(zip(lines, read_lines(ref_path))):
         inputs = sources.read(n, fields)
         assert inputs is not None  # (strict sources raise for an unusable line)
@@ -151,11 +151,25 @@ def _perplexity(model_path: str, src_paths: Sequence[str], ref_path: str, batch_
                 except ValueError as e:
                     raise NmtkitError(f"{ref_path}:{n + 1}: {e}") from None
             pairs.append((inputs, loaded.tgt_vocab.encode(ref)))
+            line_of.append(n + 1)
     sources.finish(waiting)
     order = sorted(range(len(pairs)), key=lambda i: sort_length(pairs[i][0]))
-    chunks = (order[k:k + batch_size] for k in range(0, len(order), batch_size))
-    batches = (make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk]) for chunk in chunks)
-    nll, tokens = corpus_nll(loaded.model, batches, device)
+    chunk: list[int] = []  # (the batch being scored)
+
+    def batches():
+        for k in range(0, len(order), batch_size):
+            chunk[:] = order[k:k + batch_size]
+            yield make_batch(stack_inputs([pairs[i][0] for i in chunk]), [pairs[i][1] for i in chunk])
+    try:
+        nll, tokens = corpus_nll(loaded.model, batches(), device)
+    except RuntimeError as e:
+        if not (is_out_of_memory(e) and chunk):
+            raise
+        longest = max(chunk, key=lambda i: (sort_length(pairs[i][0]), len(pairs[i][1])))
+        raise NmtkitError(f"{ref_path}:{line_of[longest]}: out of memory scoring the batch of {len(chunk)} pair(s) that "
+                          f"holds this line, the longest ({sort_length(pairs[longest][0]):,} input and "
+                          f"{len(pairs[longest][1]):,} reference tokens): perplexity is of whole pairs, so score without "
+                          "it, or with a smaller --batch-size") from None
     if math.isnan(nll):
         raise NmtkitError(f"-m {model_path}: its log-probabilities of {ref_path} are not numbers (NaN): a damaged "
                           "model?")

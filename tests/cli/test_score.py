@@ -179,3 +179,26 @@ def test_perplexity_of_an_unreadable_source_line_is_one_error(trained_ckpt, tmp_
     r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / "src", "-r", tmp_path / "ref"],
             ok=False)
     assert r.exit_code == 1 and r.stderr == f"error: {tmp_path / 'src'}:2: invalid UTF-8 (byte 1 of the line)\n"
+
+
+def test_a_pair_too_long_to_score_in_memory_is_one_line_naming_it(trained_ckpt, tmp_path, monkeypatch):
+    """(a 20,000-word line asked for 33 GB, and the allocation's failure was a traceback)"""
+    import nmtkit.metrics.perplexity as perplexity
+
+    (tmp_path / "src").write_text("one\n" + "seven " * 40 + "\ntwo\n")
+    (tmp_path / "ref").write_text("eins\nsieben\nzwei\n")
+    scored = []
+
+    def short_of_memory(model, batches, device):
+        for batch in batches:  # (length-sorted, one pair a batch: the long line last)
+            scored.append(batch)
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 96009600240 bytes")
+
+    monkeypatch.setattr(perplexity, "corpus_nll", short_of_memory)
+    r = run(["score", "--metric", "ppl", "-m", trained_ckpt, "--src", tmp_path / "src", "-r", tmp_path / "ref",
+             "--batch-size", 1], ok=False)
+    assert len(scored) == 3 and r.exit_code == 1 and r.stderr == (
+        f"error: {tmp_path / 'ref'}:2: out of memory scoring the batch of 1 pair(s) that holds this line, the longest "
+        "(40 input and 1 reference tokens): perplexity is of whole pairs, so score without it, or with a smaller "
+        "--batch-size\n")
+
