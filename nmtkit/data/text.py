@@ -54,7 +54,31 @@ def check_readable(path: PathLike, allow_empty: bool = False, stream: bool = Fal
         raise NmtkitError(f"{p}: not a regular file")
     if not allow_empty and p.stat().st_size == 0:
         raise NmtkitError(f"{p}: file is empty")
+    compressed = compression(p)
+    if compressed:
+        raise NmtkitError(f"{p}: {compressed}-compressed; nmtkit reads files uncompressed: decompress it first "
+                          f"({COMPRESSORS[compressed]} {p})")
     return p
+
+
+#: what decompresses each kind of file that :func:`compression` recognises, keeping the compressed one
+COMPRESSORS = {"gzip": "gunzip -k", "bzip2": "bunzip2 -k", "xz": "unxz -k", "zstd": "unzstd"}
+
+
+def compression(path: Path) -> Optional[str]:
+    """The compression of a file (``gzip``, ``bzip2``, ``xz`` or ``zstd``, by its first bytes), None for another
+    file. No UTF-8 text opens as these do (their first bytes are not UTF-8, or bzip2's whole header)."""
+    with open(path, "rb") as f:
+        head = f.read(10)
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] == b"1AY&SY":
+        return "bzip2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    return None
 
 
 def is_stream(path: PathLike) -> bool:

@@ -800,3 +800,14 @@ def test_the_output_is_put_in_place_last_after_its_alignments_and_attention(trai
     run(["translate", "-m", trained_ckpt, "-i", text_dir / "test.en", "-o", tmp_path / "out.de", "--alignments",
          tmp_path / "out.al", "--attention-out", tmp_path / "out.h5"])
     assert sorted(placed) == ["out.al", "out.de", "out.h5"] and placed[-1] == "out.de"
+
+
+def test_a_compressed_input_is_one_line_and_writes_nothing(trained_ckpt, tmp_path):
+    import gzip
+
+    (tmp_path / "in.en.gz").write_bytes(gzip.compress(b"one\ntwo\n"))
+    r = run(["translate", "-m", trained_ckpt, "-i", tmp_path / "in.en.gz", "-o", tmp_path / "out"], ok=False)
+    assert r.exit_code == 1 and r.stderr == (f"error: {tmp_path / 'in.en.gz'}: gzip-compressed; nmtkit reads files "
+                                             f"uncompressed: decompress it first (gunzip -k {tmp_path / 'in.en.gz'})\n")
+    assert not (tmp_path / "out").exists()
+

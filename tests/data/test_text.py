@@ -123,3 +123,28 @@ def test_old_mac_line_endings_are_warned_of_and_crlf_is_not(tmp_path, capfd):
         capfd.readouterr().err
     assert check_parallel(tmp_path / "dos.en", tmp_path / "dos.en") == 3
     assert "carriage returns" not in capfd.readouterr().err
+
+
+def test_a_compressed_file_is_refused_saying_how_to_decompress_it(tmp_path):
+    """(a gzip-compressed train.de.gz was read as text: warned of as old Mac line endings, then its line count
+    refused; translate -i wrote an empty line for each of its lines, as invalid UTF-8)"""
+    import bz2
+    import gzip
+    import lzma
+
+    from nmtkit.data.text import check_readable
+
+    text = "ein Satz\n" * 50
+    for name, packed, hint in (("t.gz", gzip.compress(text.encode()), "gzip-compressed; nmtkit reads files "
+                                "uncompressed: decompress it first (gunzip -k "),
+                               ("t.bz2", bz2.compress(text.encode()), "bzip2-compressed; "),
+                               ("t.xz", lzma.compress(text.encode()), "xz-compressed; "),
+                               ("t.zst", b"\x28\xb5\x2f\xfd" + b"\x00" * 20, "zstd-compressed; ")):
+        (tmp_path / name).write_bytes(packed)
+        with pytest.raises(NmtkitError) as e:
+            check_readable(tmp_path / name)
+        assert str(e.value).startswith(f"{tmp_path / name}: {hint}")
+    for text in ("BZh9 is not bzip2\n", "\x1f" + "x\n", "plain\n"):  # (text that opens like one: read)
+        (tmp_path / "t.txt").write_text(text)
+        assert check_readable(tmp_path / "t.txt") == tmp_path / "t.txt"
+
