@@ -12,6 +12,8 @@ from nmtkit.errors import NmtkitError
 METRICS = ("bleu", "chrf", "chrf++", "ter", "cider")
 SACREBLEU_METRICS = ("bleu", "chrf", "chrf++", "ter")
 VALIDATION_METRICS = ("bleu", "chrf", "chrf++")  #: what validation scores its outputs with (beside perplexity)
+#: sacrebleu's BLEU tokenizers that need nothing installed nor downloaded: those validation may use
+VALID_TOKENIZERS = ("13a", "intl", "zh", "char", "none")
 LABELS = {"ppl": "ppl", "bleu": "BLEU", "chrf": "chrF", "chrf++": "chrF++"}  #: as the training log names them
 
 

@@ -12,7 +12,7 @@ from nmtkit.config import (
                            Option,
                            Range,
 )
-from nmtkit.metrics.text import VALIDATION_METRICS
+from nmtkit.metrics.text import VALID_TOKENIZERS, VALIDATION_METRICS
 from nmtkit.train.optim import DEFAULT_LR, NAMES, OPTIMIZERS
 from nmtkit.train.profiling import PROFILE
 from nmtkit.train.schedules import SCHEDULES
@@ -61,6 +61,8 @@ TRAIN_OPTIONS = [
     Option("keep_checkpoints", 0, "also keep the model of the last N validations as step-STEP.pt, for "
            "'nmtkit average' (0: none)", allows=COUNT),
     Option("valid_beam", 1, "beam size for validation BLEU (1: greedy)", allows=BEAM),
+    Option("valid_tokenize", "13a", "sacrebleu's tokenizer of validation BLEU: 13a, intl, zh (Chinese, Japanese: "
+           "characters apart), char or none", choices=VALID_TOKENIZERS),
     Option("valid_max_sentences", 0, "translate at most this many validation sentences for BLEU (0: all)", allows=COUNT),
     Option("valid_batch_size", 32, "sentences per batch when translating the validation set", allows=POSITIVE),
     Option("max_len_a", 1.5, "validation output length limit a·|x| + b: a", allows=LENGTH_A),

@@ -78,7 +78,8 @@ class Diverged(NmtkitError):
 
 #: the training options a resumed run keeps, and why: what last.pt holds was made by them
 RUN_STATE_OF = {"optimizer": "whose state (moments, step counts) last.pt holds",
-                "decay_metric": "by which its best validation so far and --patience's count were judged"}
+                "decay_metric": "by which its best validation so far and --patience's count were judged",
+                "valid_tokenize": "by which its validation BLEU so far was computed"}
 
 
 class Trainer:

@@ -85,8 +85,9 @@ def validate(model: Seq2Seq, corpus: Corpus, config: dict, device: torch.device)
                          lambda idx: examples_batch([held_out[k] for k in idx], target=False, cut=VALID_MAX_LEN),
                          opts, device)
     texts = as_text(corpus, [tgt_vocab.decode(h[0].tokens) for h in hyps])
-    for metric in VALIDATION_METRICS:
-        result[metric] = round(corpus_score(metric, texts, refs).score, 3)
+    for metric in VALIDATION_METRICS:  # (BLEU with the run's tokenizer; chrF has its own, on characters)
+        tokenize = config["valid_tokenize"] if metric == "bleu" else None
+        result[metric] = round(corpus_score(metric, texts, refs, tokenize=tokenize).score, 3)
     return result
 
 

@@ -1,4 +1,6 @@
 """Early stopping, and validation of a model on a corpus."""
+import pytest
+
 from nmtkit.train.validation import EarlyStopping
 
 
@@ -10,9 +12,11 @@ def test_early_stopping_counts_validations_without_a_new_best():
     assert [never.update(v) for v in (5.0, 6.0, 6.0, 7.0)] == [(True, False)] + [(False, False)] * 3
 
 
-def test_validation_scores_the_translations_against_their_own_references(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tokenize", ["13a", "char"])
+def test_validation_scores_the_translations_against_their_own_references(tmp_path, monkeypatch, tokenize):
     """BLEU of validate() equals BLEU of the same sentences translated one by one: hypotheses stay aligned with
-    references through length-sorted batches, and an empty source line is translated, not a crash."""
+    references through length-sorted batches, and an empty source line is translated, not a crash; BLEU tokenized
+    as --valid-tokenize says."""
     import torch
 
     from nmtkit.data.numbers import write_demo_corpus
@@ -33,10 +37,11 @@ def test_validation_scores_the_translations_against_their_own_references(tmp_pat
     torch.manual_seed(0)
     model = build_model({"arch": "rnnsearch", "emb_size": 8, "enc_size": 8, "dec_size": 8, "param_init": 0.5},
                         corpus.meta)
-    config = {"valid_max_sentences": 0, "valid_beam": 2, "valid_batch_size": 5, "max_len_a": 1.5, "max_len_b": 3}
+    config = {"valid_max_sentences": 0, "valid_beam": 2, "valid_batch_size": 5, "max_len_a": 1.5, "max_len_b": 3,
+              "valid_tokenize": tokenize}
     scored = []
-    monkeypatch.setattr(validation, "corpus_score", lambda m, hyps, refs: scored.append((hyps, refs)) or
-                        corpus_score(m, hyps, refs))
+    monkeypatch.setattr(validation, "corpus_score", lambda m, hyps, refs, tokenize: scored.append((hyps, refs)) or
+                        corpus_score(m, hyps, refs, tokenize=tokenize))
     result = validate(model, corpus, config, torch.device("cpu"))
     src = corpus.vocabs["src"]
     alone = [translate_ids(model, [src.encode(line)], SearchOptions(beam_size=2, max_len_b=3), "cpu")[0][0]
@@ -44,8 +49,10 @@ def test_validation_scores_the_translations_against_their_own_references(tmp_pat
     texts = [corpus.tgt_vocab.decode(h.tokens) for h in alone]
     assert scored[0] == (texts, [read_lines(text / "valid.de")]) and len(set(texts)) > 3
     assert result["ppl"] > 1 and model.training
+    refs = [read_lines(text / "valid.de")]
     for metric in ("bleu", "chrf", "chrf++"):  # each of the same texts
-        assert result[metric] == round(corpus_score(metric, texts, [read_lines(text / "valid.de")]).score, 3)
+        assert result[metric] == round(corpus_score(metric, texts, refs, tokenize=tokenize).score, 3)
+    assert corpus_score("bleu", texts, refs, tokenize="char").score != corpus_score("bleu", texts, refs).score
 
 
 def test_validation_of_an_ape_model_scores_the_post_edited_text(tmp_path, monkeypatch):
@@ -72,10 +79,11 @@ def test_validation_of_an_ape_model_scores_the_post_edited_text(tmp_path, monkey
     gold = [[Hypothesis(shard.get("tgt", i).tolist(), 0.0, 0.0)] for i in range(len(shard))]
     monkeypatch.setattr(validation, "search_sorted", lambda model, lengths, *args: gold[:len(lengths)])
     scored = []
-    monkeypatch.setattr(validation, "corpus_score", lambda m, hyps, refs: scored.append((hyps, refs)) or
-                        corpus_score(m, hyps, refs))
+    monkeypatch.setattr(validation, "corpus_score", lambda m, hyps, refs, tokenize: scored.append((hyps, refs)) or
+                        corpus_score(m, hyps, refs, tokenize=tokenize))
     model = build_model({"arch": "rnnsearch", "emb_size": 8, "enc_size": 8, "dec_size": 8}, corpus.meta)
-    config = {"valid_max_sentences": 3, "valid_beam": 1, "valid_batch_size": 2, "max_len_a": 1.5, "max_len_b": 3}
+    config = {"valid_max_sentences": 3, "valid_beam": 1, "valid_batch_size": 2, "max_len_a": 1.5, "max_len_b": 3,
+              "valid_tokenize": "13a"}
     result = validate(model, corpus, config, torch.device("cpu"))
     assert scored[0] == (pe[:3], [pe[:3]]) and result["bleu"] == 100.0
 
@@ -113,9 +121,9 @@ def test_a_pair_too_long_to_validate_is_left_out_of_the_perplexity_and_translate
                         corpus.meta).eval()
     scored = []
 
-    def record(metric, hyps, refs):
+    def record(metric, hyps, refs, tokenize):
         scored.append(hyps)
-        return corpus_score(metric, hyps, refs)
+        return corpus_score(metric, hyps, refs, tokenize=tokenize)
 
     monkeypatch.setattr(validation, "corpus_score", record)
     read = []  # (the widest input each batch to translate gave the model, </s> included)
@@ -126,7 +134,8 @@ def test_a_pair_too_long_to_validate_is_left_out_of_the_perplexity_and_translate
         return made
 
     monkeypatch.setattr(validation, "examples_batch", batch)
-    config = {"valid_max_sentences": 0, "valid_beam": 1, "valid_batch_size": 5, "max_len_a": 1.5, "max_len_b": 3}
+    config = {"valid_max_sentences": 0, "valid_beam": 1, "valid_batch_size": 5, "max_len_a": 1.5, "max_len_b": 3,
+              "valid_tokenize": "13a"}
     result = validate(model, corpus, config, torch.device("cpu"))
     shard = Shard(corpus.shard_paths("valid")[0])
     nll, tokens = corpus_nll(model, [examples_batch([(shard, i) for i in range(6)])], torch.device("cpu"))
