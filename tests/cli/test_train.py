@@ -368,7 +368,8 @@ def test_resume_with_another_model_option_names_it_shapes_or_not(corpus_dir, tra
 @pytest.mark.parametrize("option, value, run_value, why", [
     ("--optimizer", "adadelta", "adam", "whose state (moments, step counts) last.pt holds"),
     ("--optimizer", "sgd", "adam", "whose state (moments, step counts) last.pt holds"),
-    ("--decay-metric", "ppl", "bleu", "by which its best validation so far and --patience's count were judged")])
+    ("--decay-metric", "ppl", "bleu", "by which its best validation so far and --patience's count were judged"),
+    ("--valid-tokenize", "zh", "13a", "by which its validation BLEU so far was computed")])
 def test_resume_with_another_optimizer_or_decay_metric_is_refused(corpus_dir, tmp_path, option, value, run_value, why):
     """(adadelta given Adam's state crashed at the first update, sgd took it silently; a BLEU run resumed with
     --decay-metric ppl read its best BLEU as a perplexity, so that no validation was a new best again)"""
