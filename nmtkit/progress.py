@@ -6,7 +6,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, emoji=False)  # (":100:" in a line number is no emoji)
 
 
 def progress(transient: bool = True) -> Progress:

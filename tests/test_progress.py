@@ -16,3 +16,12 @@ def test_a_description_that_looks_like_rich_markup_is_shown_as_given(monkeypatch
     with bar:
         bar.advance(bar.add_task("encoding [/x]", total=2, info="[bold]y"))
     assert "encoding [/x]" in shown.getvalue() and "[bold]y" in shown.getvalue()
+
+
+def test_log_lines_show_line_numbers_and_words_as_given(capsys):
+    """(rich read ":100:" and ":1234:" as emoji codes: "<stdin>💯 invalid UTF-8", and a prefix's word ":fire:" 🔥)"""
+    progress_module.warn("<stdin>:100: invalid UTF-8 (byte 3 of the line); writing an empty line")
+    progress_module.log("in.txt:1234: 5 tokens, truncated to 3; ':fire:' not in the target vocabulary [/x]")
+    assert capsys.readouterr().err == ("warning: <stdin>:100: invalid UTF-8 (byte 3 of the line); writing an empty "
+                                       "line\nin.txt:1234: 5 tokens, truncated to 3; ':fire:' not in the target "
+                                       "vocabulary [/x]\n")
