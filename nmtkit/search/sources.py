@@ -269,8 +269,8 @@ class StreamSources:
     def read(self, index: int, line: Line) -> Optional[Inputs]:
         """Line ``index`` (from 0) as the model's inputs, or None."""
         fields, expected = fields_of(line), self.fields
-        if len(fields) == 1 < len(expected) and not strip_newline(fields[0]).strip():  # (an empty line: empty inputs)
-            fields *= len(expected)
+        if len(fields) != len(expected) and not any(strip_newline(field).strip() for field in fields):
+            fields = (b"",) * len(expected)  # (a blank line, TABs or not: empty inputs)
         if expected and len(fields) != len(expected):  # (inputs all from feature rows: lines only count)
             unusable(self.strict, self.wrong_fields, index, f"{self.name}:{index + 1}: {len(fields)} TAB-separated "
                      f"field(s), expected {len(expected)} ({', '.join(expected)})")

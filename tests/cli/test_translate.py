@@ -268,8 +268,9 @@ def test_two_inputs_from_two_files_or_tab_separated_fields(two_source_ckpt, two_
     assert run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3], input=fields).stdout == out
     (tmp_path / "in.tsv").write_text(fields)
     assert run(["translate", "-m", two_source_ckpt, "--fields", "-i", tmp_path / "in.tsv", "--beam", 3]).stdout == out
-    blank = run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3], input="\n \n" + fields.split("\n")[0] + "\n")
-    assert blank.stdout == f"\n\n{lines[0]}\n" and "warning" not in blank.stderr  # (an empty line: empty inputs)
+    blank = run(["translate", "-m", two_source_ckpt, "--fields", "--beam", 3],
+                input="\n \n\t \t\n" + fields.split("\n")[0] + "\n")
+    assert blank.stdout == f"\n\n\n{lines[0]}\n" and "warning" not in blank.stderr  # (a blank line: empty inputs)
     swapped = run(["translate", "-m", two_source_ckpt, "-i", a, "-i", a, "--beam", 3]).stdout
     assert swapped != out  # the second input counts
     (tmp_path / "bad").write_bytes(b.read_bytes().replace(b"\n", b"\xff\n", 1))
@@ -810,4 +811,11 @@ def test_a_compressed_input_is_one_line_and_writes_nothing(trained_ckpt, tmp_pat
     assert r.exit_code == 1 and r.stderr == (f"error: {tmp_path / 'in.en.gz'}: gzip-compressed; nmtkit reads files "
                                              f"uncompressed: decompress it first (gunzip -k {tmp_path / 'in.en.gz'})\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_blank_lines_of_tabs_are_empty_inputs_for_a_model_of_one_input_too(trained_ckpt):
+    """(a line of a TAB alone, for a one-input model read with --fields, was two fields: an error, exit 1)"""
+    r = run(["translate", "-m", trained_ckpt, "--fields"], input="seven\n\n   \n\t\n \t \nseven\n")
+    out = r.stdout.split("\n")
+    assert len(out) == 7 and out[0] == out[5] != "" and out[1:5] == [""] * 4 and "warning" not in r.stderr
 
