@@ -26,3 +26,17 @@ def log(message: str) -> None:
 
 def warn(message: str) -> None:
     console.print(f"warning: {message}", markup=False, soft_wrap=True, style="yellow")
+
+
+#: how many lines of one kind (cut, unusable) a warning names one by one, before they are only counted
+NAMED_LINES = 10
+
+
+def warn_line(before: int, message: str, kind: str) -> None:
+    """The warning ``message`` naming a line, where ``before`` lines of its ``kind`` came before it and fewer than
+    :data:`NAMED_LINES`; at the next, one line saying that the others are counted, not named (100,000 lines cut
+    were 100,000 lines of log)."""
+    if before < NAMED_LINES:
+        warn(message)
+    elif before == NAMED_LINES:
+        warn(f"{kind}: more than {NAMED_LINES}; the others are counted, not named (the count comes at the end)")

@@ -25,3 +25,12 @@ def test_log_lines_show_line_numbers_and_words_as_given(capsys):
     assert capsys.readouterr().err == ("warning: <stdin>:100: invalid UTF-8 (byte 3 of the line); writing an empty "
                                        "line\nin.txt:1234: 5 tokens, truncated to 3; ':fire:' not in the target "
                                        "vocabulary [/x]\n")
+
+
+def test_lines_of_one_kind_are_named_up_to_a_bound_then_counted(capsys):
+    for before in range(progress_module.NAMED_LINES + 3):
+        progress_module.warn_line(before, f"in.txt:{before + 1}: cut", "in.txt: lines cut")
+    said = capsys.readouterr().err.splitlines()
+    assert said[:-1] == [f"warning: in.txt:{k + 1}: cut" for k in range(progress_module.NAMED_LINES)]
+    assert said[-1] == (f"warning: in.txt: lines cut: more than {progress_module.NAMED_LINES}; the others are counted, "
+                        "not named (the count comes at the end)")

@@ -222,7 +222,7 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     done. Returns the decoder; raises an error naming the unusable lines once everything is written."""
     from nmtkit.data.text import is_stream, open_output
     from nmtkit.decoding import Decoder
-    from nmtkit.progress import log, progress
+    from nmtkit.progress import NAMED_LINES, log, progress
     from nmtkit.search.attention_file import open_attention
 
     settings = settings_of(options, alignments=bool(alignments_path), **more)
@@ -271,7 +271,8 @@ def decode(sources: SourceMaker, options: dict, input_paths: Sequence[str] = (),
     seconds = time.perf_counter() - start
     log(f"{verbs[1]} {count} lines in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} lines/s, model loading excluded)")
     if truncated:
-        log(f"{truncated} line(s) with an input or prefix cut at a length limit (the warnings above name them)")
+        log(f"{truncated} line(s) with an input or prefix cut at a length limit (the warnings above name "
+            f"{'them' if truncated <= NAMED_LINES else f'the first {NAMED_LINES} of each kind'})")
     problems = [f"{len(lines)} line(s) {problem} (line {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''})"
                 for lines, problem in ((unusable, decoder.source.problem),
                                        (not_finite, "whose scores the model gave as NaN or infinite")) if lines]

@@ -23,7 +23,7 @@ from nmtkit.data.streams import TOKENS
 from nmtkit.data.text import lone_carriage_returns, strip_newline, without_bom
 from nmtkit.data.vocab import UNK, Vocab
 from nmtkit.errors import NmtkitError
-from nmtkit.progress import warn
+from nmtkit.progress import warn_line
 
 Item = Union[list[int], np.ndarray]
 Inputs = dict[str, Item]  #: one line's inputs by stream
@@ -53,7 +53,7 @@ def unusable(strict: bool, noted: list[int], index: int, message: str) -> None:
     a one-line error; else a warning (the command writes an empty line for it) and the line's number in ``noted``."""
     if strict:
         raise NmtkitError(message)
-    warn(f"{message}; writing an empty line")
+    warn_line(len(noted), f"{message}; writing an empty line", f"{message.split(':')[0]}: unusable lines")
     noted.append(index + 1)
 
 
@@ -126,7 +126,8 @@ class TextSource:
             if self.strict:
                 raise NmtkitError(f"{self.name}:{index + 1}: {len(ids)} tokens, more than {self.max_input_len} "
                                   f"({self.limited_by})")
-            warn(f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} ({self.limited_by})")
+            warn_line(self.truncated, f"{self.name}:{index + 1}: {len(ids)} tokens, truncated to {self.max_input_len} "
+                      f"({self.limited_by})", f"{self.name}: lines cut at {self.max_input_len} tokens")
             self.truncated += 1
             ids = ids[:self.max_input_len]
         self.tokens += len(ids)

@@ -819,3 +819,19 @@ def test_blank_lines_of_tabs_are_empty_inputs_for_a_model_of_one_input_too(train
     out = r.stdout.split("\n")
     assert len(out) == 7 and out[0] == out[5] != "" and out[1:5] == [""] * 4 and "warning" not in r.stderr
 
+
+def test_many_lines_cut_or_unusable_are_named_up_to_a_bound_and_counted_at_the_end(trained_ckpt, tmp_path):
+    """(100,000 lines cut at --max-input-len were 100,000 warnings, one a line)"""
+    (tmp_path / "in").write_bytes(b"one two three four\n" * 14 + b"x\xff\n" * 12)
+    r = run(["translate", "-m", trained_ckpt, "--max-input-len", 2, "-i", tmp_path / "in"], ok=False)
+    said = r.stderr.splitlines()
+    assert len(r.stdout.splitlines()) == 26 and sum("truncated to 2" in line for line in said) == 10
+    assert sum("invalid UTF-8" in line and "writing an empty line" in line for line in said) == 10
+    for kind in ("lines cut at 2 tokens", "unusable lines"):
+        assert f"warning: {tmp_path / 'in'}: {kind}: more than 10; the others are counted, not named (the count " \
+               "comes at the end)" in said
+    assert "14 line(s) with an input or prefix cut at a length limit (the warnings above name the first 10 of each " \
+           "kind)" in said
+    assert said[-1] == f"error: {tmp_path / 'in'}: 12 line(s) of invalid UTF-8 (line 15, 16, 17, 18, 19, 20, 21, 22, " \
+                       "23, 24 ...); each got an empty output line"
+
