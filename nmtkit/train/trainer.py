@@ -255,7 +255,7 @@ class Trainer:
                 raise NmtkitError(f"--init-{'optimizer' if key == 'optimizer' else 'lr'}: {path} holds no {what} (a "
                                   "checkpoint for decoding: step-N.pt, an average); take it from the run's last.pt or "
                                   "best.pt, or leave the option out", exit_code=2)
-        new, unused, zeroed = warm_start(self.model, ckpt)
+        new, unused, zeroed, tied = warm_start(self.model, ckpt)
         if len(new) == len(self.model.state_dict()):
             raise NmtkitError(f"--init-from {path}: none of its parameters fits this {self.config['arch']} model (a "
                               f"{ckpt['config']['arch']} model of other names or shapes); nothing to start from",
@@ -270,6 +270,9 @@ class Trainer:
                      "words (embeddings, output layer) that fit in shape are loaded row by row, each row now another "
                      "word's; to keep their words, preprocess with the checkpoint's vocabulary "
                      f"({'--tgt-vocab' if stream == 'tgt' else '--src-vocab'})")
+            for names in tied:
+                warn(f"--init-from {path}: {' and '.join(names)} are one tensor in this model (tied embeddings) but "
+                     f"differ in the checkpoint: loaded its {names[0]}, not its {', '.join(names[1:])}")
             if zeroed:
                 log(f"  starting at zero, so that the model first computes what the checkpoint did: {', '.join(zeroed)}")
             if unused:

@@ -86,7 +86,7 @@ def test_warm_started_target_attention_first_computes_what_the_baseline_did():
 
     baseline, b = model(), batch()
     ours = model(target_attention=True)
-    new, _, zeroed = warm_start(ours, {"model": baseline.state_dict()})
+    new, _, zeroed, _ = warm_start(ours, {"model": baseline.state_dict()})
     assert "decoder.cell.contexts.target.weight" in zeroed and "decoder.readout.extras.target.weight" in zeroed
     with torch.no_grad():
         torch.testing.assert_close(ours(b).logits, baseline(b).logits, atol=1e-6, rtol=1e-5)
