@@ -83,6 +83,23 @@ def test_the_exported_model_scores_tokens_as_nmtkit_does(tmp_path, over):
         assert a == pytest.approx(b, abs=1e-4)
 
 
+def test_called_as_docs_say_ctranslate2_never_writes_what_nmtkit_never_writes(tmp_path):
+    """A random model whose likeliest words include <s>: CTranslate2 wrote it (and <pad>), nmtkit's searches never
+    do; with suppress_sequences, as docs/export.md calls it, the greedy outputs are nmtkit's."""
+    model = tiny.model()
+    randomise(model, seed=3)
+    src = WordVocab([f"s{i}" for i in range(4, tiny.V_SRC)])
+    tgt = WordVocab([f"t{i}" for i in range(4, tiny.V_TGT)])
+    export_ctranslate2(model, src, tgt, tiny.TINY, tmp_path / "ct2")
+    ids = [[4 + (3 * k + j) % (tiny.V_SRC - 4) for j in range(2 + k % 4)] for k in range(12)]
+    ours = [h[0].tokens for h in translate_ids(model.eval(), ids, SearchOptions(beam_size=1, max_len_a=0,
+                                                                                  max_len_b=6), torch.device("cpu"))]
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu")
+    results = translator.translate_batch([src.id_to_token(x) for x in ids], beam_size=1, min_decoding_length=0,
+                                         max_decoding_length=6, suppress_sequences=[["<s>"], ["<pad>"]])
+    assert [tgt.encode(" ".join(r.hypotheses[0])) for r in results] == ours
+
+
 def test_architectures_ctranslate2_cannot_express_are_refused(trained_ckpt, tmp_path):
     r = run(["export", "-m", trained_ckpt, "-o", tmp_path / "ct2"], ok=False)
     assert r.exit_code == 2 and r.stderr == ("error: --format ctranslate2: CTranslate2 has no equivalent of --arch "
