@@ -5,7 +5,7 @@ with the same words wherever it comes from, before any work starts.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import click
 
@@ -111,3 +111,16 @@ def check_goes_with(*rules: tuple[str, bool, str]) -> None:
     for name, used, goes_with in rules:
         for flag in [] if used else given_options(name):
             raise NmtkitError(f"{flag}: goes with {goes_with}", exit_code=2)
+
+
+def check_file_goes_with(rules: Sequence[tuple[str, bool, str]], file_values: Mapping, config: Mapping,
+                         defaults: Mapping, file_name: str) -> None:
+    """As :func:`check_goes_with` for the keys of a config file (``file_values``, a FileValues where lines are
+    known), naming the key's line: a key the run would ignore is refused where its value is not its default (a
+    run's own config.yaml, given back, holds every key, at its default where unused)."""
+    from nmtkit.errors import NmtkitError
+
+    for name, used, goes_with in rules:
+        if not used and name in file_values and config[name] != defaults[name]:
+            where = file_values.where(name, file_name) if hasattr(file_values, "where") else file_name
+            raise NmtkitError(f"{where}: '{name}' goes with {goes_with}", exit_code=2)

@@ -13,7 +13,7 @@ from typing import Optional
 
 import click
 
-from nmtkit.cli.options import check_goes_with, click_options, config_options
+from nmtkit.cli.options import check_file_goes_with, check_goes_with, click_options, config_options
 from nmtkit.cli.paths import Command, ReadFile
 from nmtkit.config import FileValues, read_yaml, resolve
 from nmtkit.errors import NmtkitError
@@ -179,15 +179,17 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
     config["arch"] = spec.name
     if not config["data"]:
         raise NmtkitError("--data: a corpus folder is required (here or in --config)", exit_code=2)
+    decay = config["lr_schedule"] == "decay-on-worse"
+    rules = [("warmup_steps", not decay, "--lr-schedule inverse-sqrt"),
+             ("lr_decay", decay, "--lr-schedule decay-on-worse"), ("min_lr", decay, "--lr-schedule decay-on-worse"),
+             ("adam_beta1", config["optimizer"] == "adam", "--optimizer adam"),
+             ("adam_beta2", config["optimizer"] == "adam", "--optimizer adam")]
     if spec.uses:  # (what only some settings of the architecture, or of its corpus, read)
         from nmtkit.data.shards import Corpus
 
-        check_goes_with(*spec.uses(config, Corpus.open(config["data"]).meta))
-    decay = config["lr_schedule"] == "decay-on-worse"
-    check_goes_with(("warmup_steps", not decay, "--lr-schedule inverse-sqrt"),
-                    ("lr_decay", decay, "--lr-schedule decay-on-worse"), ("min_lr", decay, "--lr-schedule decay-on-worse"),
-                    ("adam_beta1", config["optimizer"] == "adam", "--optimizer adam"),
-                    ("adam_beta2", config["optimizer"] == "adam", "--optimizer adam"))
+        rules = [*spec.uses(config, Corpus.open(config["data"]).meta), *rules]
+    check_goes_with(*rules)
+    check_file_goes_with(rules, file_values, config, {o.name: o.default for o in options}, str(config_file))
     if (init_optimizer or init_lr) and not init_from:
         raise NmtkitError("--init-optimizer and --init-lr go with --init-from", exit_code=2)
     if resume and init_from:

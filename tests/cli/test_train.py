@@ -125,6 +125,17 @@ def test_option_errors(corpus_dir, tmp_path):
                                                                                 "more --encoders, or --sentinel")):
         r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "y", "--max-steps", 1, *options], ok=False)
         assert r.exit_code == 2 and r.stderr == f"error: {message}\n" and not (tmp_path / "y").exists()
+    for text, key, goes_with in (  # (the same keys in a config file, at another value than their default: ignored)
+            ("warmup_steps: 100\n", "warmup_steps", "--lr-schedule inverse-sqrt"),
+            ("optimizer: sgd\nadam_beta1: 0.8\n", "adam_beta1", "--optimizer adam"),
+            ("arch: luong\nlayers: 1\nattention_window: 3\n", "attention_window", "--attention local-m or local-p")):
+        (tmp_path / "unused.yaml").write_text("max_steps: 1\n" + text)
+        r = run(["train", "-c", tmp_path / "unused.yaml", "--data", corpus_dir, "--save-dir", tmp_path / "y"], ok=False)
+        line = 1 + text.count("\n")
+        assert r.exit_code == 2 and r.stderr == f"error: {tmp_path / 'unused.yaml'}:{line}: '{key}' goes with {goes_with}\n"
+    (tmp_path / "defaults.yaml").write_text("max_steps: 1\nwarmup_steps: 4000\nadam_beta1: 0.9\n")  # (as config.yaml)
+    run(["train", "-c", tmp_path / "defaults.yaml", "--data", corpus_dir, "--save-dir", tmp_path / "y", *TINY_MODEL,
+         "--valid-every", 1, "--valid-max-sentences", 2])
     r = run(["train", "--data", tmp_path, "--save-dir", tmp_path / "x"], ok=False)
     assert "not a corpus folder" in r.stderr
     r = run(["train", "--data", corpus_dir, "--save-dir", tmp_path / "x", "--resume"], ok=False)
