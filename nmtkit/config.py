@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Collection, Iterable, Mapping, Optional, Sequence, Union
 
 import yaml
 
@@ -230,8 +230,10 @@ class FileValues(dict):
         return f"{file_name}:{self.lines[key]}" if key in self.lines else file_name
 
 
-def read_yaml(path: Path) -> FileValues:
-    """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace, each key once)."""
+def read_yaml(path: Path, values: Collection[str] = ()) -> FileValues:
+    """Read a YAML mapping; nested sections are flattened (their keys join the flat namespace, each key once). A
+    mapping under one of the keys ``values`` (options' names) is that key's value, for the option to refuse, not a
+    section (``batch_size: {}`` left the default in force, silently)."""
     try:
         loader = _UniqueKeyLoader(Path(path).read_text(encoding="utf-8"))
         try:
@@ -254,10 +256,10 @@ def read_yaml(path: Path) -> FileValues:
 
     def walk(d: Mapping) -> None:
         for k, v in d.items():
-            if isinstance(v, dict):
+            key = str(k).replace("-", "_")
+            if isinstance(v, dict) and key not in values:
                 walk(v)
                 continue
-            key = str(k).replace("-", "_")
             if key in flat:  # (in two sections, or as emb-size and emb_size: one would be dropped)
                 lines = " and ".join(map(str, sorted(set(loader.key_lines.get(key, [])))))
                 raise NmtkitError(f"{path}: the key {key!r} is given twice{f' (lines {lines})' if lines else ''}",

@@ -12,6 +12,13 @@ def test_a_mapping_is_read_and_its_sections_flattened(tmp_path):
 
 
 
+def test_a_mapping_under_an_option_s_name_is_its_value_not_a_section(tmp_path):
+    """(``batch_size: {}`` was an empty section, the default batch size in force, silently)"""
+    (tmp_path / "c.yaml").write_text("batch_size: {}\nlr: {a: 1}\nmodel:\n  emb_size: 16\n")
+    assert read_yaml(tmp_path / "c.yaml", {"batch_size", "lr", "emb_size"}) == {"batch_size": {}, "lr": {"a": 1},
+                                                                               "emb_size": 16}
+
+
 def test_a_value_a_colon_b_stays_text(tmp_path):
     """YAML 1.1 reads 1:2 as the base-60 number 62; ``profile: 1:2`` means updates 1 to 2."""
     (tmp_path / "c.yaml").write_text("profile: 1:2\nmax_steps: 0x10\n")

@@ -43,9 +43,13 @@ def chosen_arch(args: list[str]) -> tuple[str, bool]:
     if arch:
         return arch, True
     config = _value(args, "-c", "--config")
-    file_values = read_yaml(Path(config)) if config else {}
+    file_values = read_yaml(Path(config), {"arch"}) if config else FileValues({}, {})
     if "arch" in file_values:
-        return str(file_values["arch"]), True
+        arch = file_values["arch"]
+        if not isinstance(arch, str) or arch not in model_names():
+            raise NmtkitError(f"{file_values.where('arch', str(config))}: 'arch' expects an architecture, got "
+                              f"{arch!r}; known: {', '.join(model_names())}", exit_code=2)
+        return arch, True
     save_dir = Path(str(_value(args, "--save-dir") or file_values.get("save_dir") or DEFAULTS["save_dir"]))
     if "--resume" in args and (save_dir / "last.pt").is_file():
         saved = save_dir / "config.yaml"  # (its arch alone: last.pt read only where the file lacks it)
@@ -167,7 +171,7 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
     spec = ctx.command.spec
     options = TRAIN_OPTIONS + spec.options
     explain = lambda keys: not_an_option(keys, spec)
-    file_values = read_yaml(Path(config_file)) if config_file else {}
+    file_values = read_yaml(Path(config_file), {o.name for o in options}) if config_file else {}
     config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
     if resume and (saved.parent / "last.pt").is_file():  # the run's own settings, unless given again here

@@ -176,6 +176,14 @@ def test_options_of_another_architecture_are_one_line_errors(corpus_dir, tmp_pat
             "luong") in r.stderr
     r = run(["train", "--data", corpus_dir, "--arch", "transformer-xl"], ok=False)
     assert "--arch: unknown architecture 'transformer-xl'" in r.stderr
+    for text, message in (("batch_size: {}\n", "'batch_size' expects an integer >= 1, got {}"),
+                          ("dropout: {dropout: 0.3}\n", "'dropout' expects a number in [0, 1), got {'dropout': 0.3}"),
+                          ("arch: ~\n", "'arch' expects an architecture, got None; known: "),
+                          ("arch: transformer-xl\n", "'arch' expects an architecture, got 'transformer-xl'; known: ")):
+        (tmp_path / "m.yaml").write_text(text)
+        r = run(["train", "--data", corpus_dir, "-c", tmp_path / "m.yaml", "--save-dir", tmp_path / "m", "--max-steps",
+                 1, "--valid-every", 1, "--valid-max-sentences", 2], ok=False)
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {tmp_path / 'm.yaml'}:1: {message}"), r.stderr
 
 
 def test_the_arch_of_a_config_file_or_of_the_resumed_run_decides_the_options(corpus_dir, tmp_path):
