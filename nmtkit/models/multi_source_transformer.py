@@ -23,6 +23,7 @@ text input has an encoder stack of its own, an image's features a projection to 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Optional
 
 import torch
@@ -63,7 +64,9 @@ OPTIONS = TRANSFORMER_OPTIONS + [
            "per encoder, Marian's dual-source), parallel (outputs summed), flat (one attention over all encoders' "
            "states) or hierarchical (attention over the per-encoder outputs, Eq. 8-10)", choices=STRATEGIES),
     _SHARED["feature_norm"],
-    _SHARED["normalise_contexts"],
+    replace(_SHARED["normalise_contexts"], help="layer-normalise each encoder's attention output before the "
+            "attention over them (--combination hierarchical alone, before Eq. 8-10), so that an encoder with larger "
+            "outputs does not weigh more for that alone; not in the paper"),
     _SHARED["encoder_dropout"],
 ]
 

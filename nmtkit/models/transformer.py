@@ -50,8 +50,8 @@ TRANSFORMER_OPTIONS = [
            "sublayer (pre)", choices=("post", "pre")),
     Option("positions", "sinusoidal", "position encodings: sinusoidal (the paper's) or learned",
            choices=("sinusoidal", "learned")),
-    Option("max_positions", 1024, "learned positions: the longest sequence (source or output) they cover",
-           allows=POSITIVE),
+    Option("max_positions", 1024, "learned positions: the longest sequence (source or output) they cover; "
+           "sinusoidal: the positions computed ahead (a longer sequence computes more)", allows=POSITIVE),
     Option("share_embeddings", False, "one embedding matrix for source and target (needs a joint vocabulary)"),
     Option("tie_embeddings", True, "the output layer shares the target embeddings (the paper's)"),
 ]
