@@ -53,7 +53,9 @@ def unusable(strict: bool, noted: list[int], index: int, message: str) -> None:
     a one-line error; else a warning (the command writes an empty line for it) and the line's number in ``noted``."""
     if strict:
         raise NmtkitError(message)
-    warn_line(len(noted), f"{message}; writing an empty line", f"{message.split(':')[0]}: unusable lines")
+    name, named, _ = message.partition(f":{index + 1}: ")  # (the file: the message names it and the line)
+    warn_line(len(noted), f"{message}; writing an empty line", f"{name if named else message.split(':')[0]}: unusable "
+              "lines")
     noted.append(index + 1)
 
 
