@@ -36,6 +36,16 @@ def running(pid: int) -> bool:
     return True
 
 
+def remove_every(path: Path) -> int:
+    """Remove every temporary file beside ``path`` (a name, or a glob: ``step-*.pt``) whoever wrote it, for a writer
+    that holds the folder's lock (``train --resume``: all there are a killed run's, of this machine or another, and
+    of names made before they held their writer's); the count."""
+    stale = list(path.parent.glob(f".{path.name}.*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return len(stale)
+
+
 def remove_stale(path: Path) -> int:
     """Remove the temporaries beside ``path`` that a process of this machine no longer running (killed) left; the
     count. Those of a live process, of another machine or container, names of another shape and the ``.old`` copy

@@ -232,14 +232,6 @@ def replacement_for(path: Path) -> tuple[str, Path]:
     return tmp, target
 
 
-def remove_stale_temp_files(path: Path) -> int:
-    """Remove the temporary files :func:`temp_file_beside` made for ``path`` that a killed process left; the count."""
-    stale = list(path.parent.glob(f".{path.name}.*.tmp"))
-    for tmp in stale:
-        tmp.unlink(missing_ok=True)
-    return len(stale)
-
-
 #: the names of the process' own standard output and error (its descriptor 1 or 2), written to as such (``-``: an
 #: output option's name for the standard output)
 STANDARD = {**dict.fromkeys(("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"), 1),

@@ -27,7 +27,8 @@ from nmtkit.compiling import check_compiler, compiled
 from nmtkit.data.batching import Batch, TrainingBatches
 from nmtkit.data.prefetch import Prefetched
 from nmtkit.data.shards import Corpus
-from nmtkit.data.text import atomic_output, remove_stale_temp_files
+from nmtkit.data.temporaries import remove_every
+from nmtkit.data.text import atomic_output
 from nmtkit.data.verify import verify_corpus
 from nmtkit.device import autocast_dtype, is_out_of_memory, peak_memory_gb, pick_device
 from nmtkit.errors import NmtkitError
@@ -161,7 +162,7 @@ class Trainer:
     # -- starting points ------------------------------------------------------------
     def _resume(self) -> None:
         path = self.save_dir / "last.pt"
-        stale = sum(remove_stale_temp_files(self.save_dir / name)  # ("step-*.pt": a glob, as the temporary's name is)
+        stale = sum(remove_every(self.save_dir / name)  # ("step-*.pt": a glob, as the temporary's name is)
                     for name in ("last.pt", "best.pt", "step-*.pt", "config.yaml"))
         if stale and self.dist.is_main:
             log(f"removed {stale} temporary checkpoint file(s) of the killed run")
