@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import click
 
-from nmtkit.config import DECODING, Allowed, Option, Pattern, Range, convert, expect
+from nmtkit.config import DECODING, Allowed, FileValues, Option, Pattern, Range, convert, expect
 
 
 class Checked(click.ParamType):
@@ -113,14 +113,13 @@ def check_goes_with(*rules: tuple[str, bool, str]) -> None:
             raise NmtkitError(f"{flag}: goes with {goes_with}", exit_code=2)
 
 
-def check_file_goes_with(rules: Sequence[tuple[str, bool, str]], file_values: Mapping, config: Mapping,
+def check_file_goes_with(rules: Sequence[tuple[str, bool, str]], file_values: FileValues, config: Mapping,
                          defaults: Mapping, file_name: str) -> None:
-    """As :func:`check_goes_with` for the keys of a config file (``file_values``, a FileValues where lines are
-    known), naming the key's line: a key the run would ignore is refused where its value is not its default (a
-    run's own config.yaml, given back, holds every key, at its default where unused)."""
+    """As :func:`check_goes_with` for the keys of a config file, naming the key's line: a key the run would ignore
+    is refused where its value is not its default (a run's own config.yaml, given back, holds every key, at its
+    default where unused)."""
     from nmtkit.errors import NmtkitError
 
     for name, used, goes_with in rules:
         if not used and name in file_values and config[name] != defaults[name]:
-            where = file_values.where(name, file_name) if hasattr(file_values, "where") else file_name
-            raise NmtkitError(f"{where}: '{name}' goes with {goes_with}", exit_code=2)
+            raise NmtkitError(f"{file_values.where(name, file_name)}: '{name}' goes with {goes_with}", exit_code=2)

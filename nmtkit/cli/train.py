@@ -171,7 +171,7 @@ def command(ctx, config_file, resume, init_from, init_optimizer, init_lr, **valu
     spec = ctx.command.spec
     options = TRAIN_OPTIONS + spec.options
     explain = lambda keys: not_an_option(keys, spec)
-    file_values = read_yaml(Path(config_file), {o.name for o in options}) if config_file else {}
+    file_values = read_yaml(Path(config_file), {o.name for o in options}) if config_file else FileValues({}, {})
     config = resolve(options, file_values, values, config_file or "config", explain)
     saved = Path(config["save_dir"]) / "config.yaml"
     if resume and (saved.parent / "last.pt").is_file():  # the run's own settings, unless given again here
