@@ -88,11 +88,11 @@ class Progress:
         falls back: "a b a" then "b" is 2 tokens of "a b a c", and "s s" then "s" still 2 of "s s und")."""
         if self.current >= 0 and token == phrases[self.current][self.position]:
             return self._written(self.current, self.position + 1, phrases)
-        written = [*(phrases[self.current][:self.position] if self.current >= 0 else ()), token]
+        written = phrases[self.current][:self.position] + [token] if self.current >= 0 else [token]
         for k in range(len(written), 0, -1):
             end = written[-k:]
             for c, phrase in enumerate(phrases):
-                if not self.met[c] and list(phrase[:k]) == end:
+                if not self.met[c] and phrase[:k] == end:
                     return self._written(c, k, phrases)
         return Progress(self.met)
 
